@@ -1,0 +1,74 @@
+# tokd — build with `make`, test with `make test` (see README).
+#
+#   make            build/tokd and build/libtokd.a
+#   make test       build and run every test (last line: "N passed, N failed")
+#   make test-asan  the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make fuzz       libFuzzer targets (clang), each run FUZZ_SECONDS (default 60)
+#   make check      test + test-asan + fuzz: what CI runs
+#
+# Sources are discovered: every src/**/*.c goes into the library except src/cli/, every
+# tests/test_*.c is one test program, every tests/e2e_*.sh one end-to-end script, every
+# fuzz/fuzz_*.c one fuzzer.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  ?=
+WFLAGS  := -Wall -Wextra -Werror -Wno-unused-parameter
+BASEFLAGS := -std=c17 -D_GNU_SOURCE -g -Iinclude -Isrc $(WFLAGS) $(OPT) $(SAN) -pthread -MMD -MP
+LIBS    := -lpcre2-8 -lmicrohttpd -lcjson -lm -lpthread
+
+LIB_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
+CLI_SRCS  := $(sort $(wildcard src/cli/*.c))
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+E2E       := $(sort $(wildcard tests/e2e_*.sh))
+FUZZ_SRCS := $(sort $(wildcard fuzz/fuzz_*.c))
+
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test test-asan fuzz check clean bench
+all: $(BUILD)/tokd $(BUILD)/libtokd.a
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libtokd.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tokd: $(CLI_OBJS) $(BUILD)/libtokd.a
+	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libtokd.a $(LIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libtokd.a tests/t.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libtokd.a $(LIBS)
+
+test: $(BUILD)/tokd $(TEST_BINS)
+	TOKD=$(abspath $(BUILD)/tokd) tests/run.sh $(TEST_BINS) $(E2E)
+
+test-asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+
+FUZZ_SECONDS ?= 60
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build-fuzz/%)
+FUZZFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(WFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread
+FUZZ_LIB_SRCS := $(filter-out src/server/%,$(LIB_SRCS))
+build-fuzz/%: fuzz/%.c $(LIB_SRCS) $(shell find src -name '*.h')
+	@mkdir -p build-fuzz
+	clang $(FUZZFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(LIBS)
+fuzz: $(FUZZ_BINS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_fuzz.sh $(FUZZ_BINS)
+
+check: test test-asan fuzz
+
+bench: $(BUILD)/tokd
+	@echo "benchmarks: see bench/README.md"
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)

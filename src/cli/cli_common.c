@@ -1,0 +1,45 @@
+/* cli_common.c — strict option and number parsing shared by the subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val) {
+    const char *a = argv[*i];
+    if (strcmp(a, name) != 0 && !(alias && strcmp(a, alias) == 0)) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tokd: option %s needs a value\n", a);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+int cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "tokd %s: bad value for %s: '%s' (expected an integer in [%ld, %ld])\n", cmd, opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "tokd %s: bad value for %s: '%s' (expected a number in [%g, %g])\n", cmd, opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_die_msg(const char *cmd, const char *msg) { fprintf(stderr, "tokd %s: %s\n", cmd, msg); }

@@ -1,0 +1,40 @@
+/* main.c — `tokd` entry point: dispatches to the subcommand named by argv[1]. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;
+} command;
+
+static const command commands[] = {
+    {"run", cmd_run, "run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop STR]... [-t THREADS]"},
+    {"tokenize", cmd_tokenize, "tokenize -m MODEL [--no-bos] [--special]   (text on stdin)"},
+    {"logits", cmd_logits, "logits -m MODEL -p PROMPT -o FILE"},
+    {"info", cmd_info, "info -m MODEL"},
+    {"render", cmd_render, "render --template FILE.jinja   (JSON on stdin)"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: tokd COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  tokd %s\n", commands[i].usage);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tokd: unknown command '%s' (try tokd --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,55 @@
+/* types.h — the weight-type table: one row per ggml tensor type tokd can compute with.
+ *
+ * Modelled on ggml's type traits: adding a type is adding a row, not editing switches.
+ * A row gives the block geometry, conversion to float, quantisation from float, and
+ * the dot product of one weight row with one activation row already converted to the
+ * row's `vec_dot_type` (F32 for float weights; an 8-bit block format for quantized
+ * weights, so activations are quantised once per matmul, not once per weight row).
+ *
+ * Every dot product reduces in an order fixed by n and the type (never by how many rows
+ * are being computed), which is what makes batch invariance hold.
+ *
+ * `vec_dot` is the fastest implementation for this CPU (chosen once by
+ * tokd_kernels_init from cpuid; TOKD_KERNELS=scalar forces the reference);
+ * `vec_dot_ref` is the portable scalar reference the SIMD paths are tested against. */
+#ifndef TOKD_KERNELS_TYPES_H
+#define TOKD_KERNELS_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void (*tokd_to_float_fn)(const void *src, float *dst, int64_t n);
+typedef void (*tokd_from_float_fn)(const float *src, void *dst, int64_t n);
+typedef void (*tokd_vec_dot_fn)(int64_t n, float *out, const void *w, const void *act);
+
+typedef struct tokd_type_traits {
+    uint32_t id;          /* GGML_TYPE_* */
+    const char *name;
+    uint32_t blck;        /* elements per block */
+    uint32_t bytes;       /* bytes per block */
+    uint32_t vec_dot_type;/* activation format for vec_dot */
+    tokd_to_float_fn to_float;
+    tokd_from_float_fn from_float;     /* reference quantiser; NULL if not supported */
+    tokd_vec_dot_fn vec_dot;           /* selected implementation */
+    tokd_vec_dot_fn vec_dot_ref;       /* scalar reference */
+} tokd_type_traits;
+
+/* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
+const tokd_type_traits *tokd_type_get(uint32_t id);
+
+/* CPU features and kernel selection. */
+typedef struct {
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni;
+} tokd_cpu_features;
+const tokd_cpu_features *tokd_cpu(void);
+void tokd_kernels_init(void);
+/* Name of the selected SIMD path ("scalar", "avx2", "avx512"). */
+const char *tokd_kernels_path(void);
+
+/* Bytes for n elements of a type (n must be a multiple of blck). */
+static inline size_t tokd_row_bytes(const tokd_type_traits *t, int64_t n) {
+    return (size_t)(n / t->blck) * t->bytes;
+}
+
+#endif

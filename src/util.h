@@ -1,0 +1,54 @@
+/* util.h — small shared helpers: error values, half-precision conversions, timing.
+ *
+ * Errors in tokd are values, not aborts: a function that can fail takes a `tokd_err *`
+ * and fills its message (one line, naming the problem) before returning failure.
+ * `assert` is kept for our own invariants only; nothing from outside may trigger one. */
+#ifndef TOKD_UTIL_H
+#define TOKD_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct tokd_err {
+    char msg[512];
+} tokd_err;
+
+/* printf-style: writes the message into err (if non-NULL). Always returns -1 so that
+ * callers can write `return tokd_seterr(err, "...")`. */
+int tokd_seterr(tokd_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Checked size arithmetic: return 0 and store the result, or -1 on overflow. */
+static inline int tokd_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+static inline int tokd_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+
+/* IEEE half and bfloat16 <-> float, exact (round-to-nearest-even on the way down). */
+float tokd_f16_to_f32(uint16_t h);
+uint16_t tokd_f32_to_f16(float f);
+static inline float tokd_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+uint16_t tokd_f32_to_bf16(float f);
+
+/* Monotonic clock in seconds. */
+double tokd_now(void);
+
+/* Allocation that never returns NULL for a non-zero size: on exhaustion it prints one
+ * line and exits (memory exhaustion is not recoverable input; sizes from files are
+ * validated before they reach here). */
+void *tokd_xmalloc(size_t n);
+void *tokd_xcalloc(size_t n, size_t sz);
+void *tokd_xrealloc(void *p, size_t n);
+char *tokd_xstrdup(const char *s);
+
+/* 64-byte aligned allocation for vectors the kernels read; free with free(). */
+void *tokd_aligned_alloc(size_t n);
+
+#endif
