@@ -114,3 +114,40 @@ void *tokd_aligned_alloc(size_t n) {
     if (!p) oom(n);
     return p;
 }
+
+void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1) cap *= 2;
+        b->data = tokd_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void tokd_buf_appendf(tokd_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0) return;
+    tokd_buf_append(b, NULL, 0); /* ensure allocated */
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap;
+        while (cap < b->len + (size_t)n + 1) cap *= 2;
+        b->data = tokd_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void tokd_buf_free(tokd_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}

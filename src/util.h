@@ -51,4 +51,17 @@ char *tokd_xstrdup(const char *s);
 /* 64-byte aligned allocation for vectors the kernels read; free with free(). */
 void *tokd_aligned_alloc(size_t n);
 
+/* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
+typedef struct tokd_buf {
+    char *data;
+    size_t len, cap;
+} tokd_buf;
+void tokd_buf_append(tokd_buf *b, const void *p, size_t n);
+void tokd_buf_appendf(tokd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void tokd_buf_clear(tokd_buf *b) {
+    b->len = 0;
+    if (b->data) b->data[0] = 0;
+}
+void tokd_buf_free(tokd_buf *b);
+
 #endif
