@@ -106,6 +106,8 @@ typedef struct gguf_file {
     uint64_t size;
     uint64_t data_offset;
     void *arena;  /* owned allocations (string/array descriptors) */
+    void *mapping;      /* non-NULL when gguf_open mapped the file itself */
+    uint64_t mapping_len;
 } gguf_file;
 
 /* Open and validate. On failure returns NULL with err naming the problem. */
