@@ -10,9 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct tokd_err {
-    char msg[512];
-} tokd_err;
+#include "../include/tokd.h" /* tokd_err */
 
 /* printf-style: writes the message into err (if non-NULL). Always returns -1 so that
  * callers can write `return tokd_seterr(err, "...")`. */

@@ -1,0 +1,32 @@
+/* matmul.h — products of a weight matrix with rows of activations.
+ *
+ * Y[r][o] = dot(W[o, :], X[r, :]) for every activation row r and output o. W has n_out
+ * rows of K elements in any type of the type table. X rows are F32; they are converted
+ * once to the weight type's activation format, then each output is one vec_dot call —
+ * so every output value is reduced in the same order whether the batch holds 1 row or
+ * 500, and whichever thread computes it (threads split the outputs, not the sums). */
+#ifndef TOKD_MATMUL_H
+#define TOKD_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/threadpool.h"
+#include "kernels/types.h"
+
+typedef struct {
+    const void *data;               /* n_out rows, row_bytes apart */
+    const tokd_type_traits *tt;
+    int64_t K, n_out;
+    size_t row_bytes;
+} tokd_matrix;
+
+/* Scratch needed for n_rows activation rows of length K converted for matrix type tt. */
+size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows);
+
+/* Y is n_rows x W->n_out (row stride ldy floats); X is n_rows x K (stride ldx).
+ * scratch must hold tokd_matmul_scratch_bytes bytes (64-byte aligned). */
+void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,
+                 int64_t ldy, void *scratch);
+
+#endif

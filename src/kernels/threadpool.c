@@ -1,0 +1,142 @@
+/* threadpool.c — see threadpool.h. */
+#include "kernels/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define SPIN_ITERS 200000
+
+struct tokd_pool {
+    int n;
+    pthread_t *threads;
+    _Atomic unsigned generation; /* bumped to start a region */
+    _Atomic int pending;         /* workers still running the current region */
+    _Atomic int stop;
+    _Atomic int sleepers;
+    tokd_pool_fn fn;
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+typedef struct {
+    tokd_pool *pool;
+    int ith;
+} worker_arg;
+
+static inline void cpu_relax(void) { __builtin_ia32_pause(); }
+
+static void *worker_main(void *arg) {
+    worker_arg *wa = arg;
+    tokd_pool *p = wa->pool;
+    int ith = wa->ith;
+    free(wa);
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
+            if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
+            if (++spins < SPIN_ITERS) {
+                cpu_relax();
+                continue;
+            }
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
+            spins = 0;
+        }
+        seen = g;
+        p->fn(p->ctx, ith, p->n);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+    }
+}
+
+int tokd_physical_cores(void) {
+    /* Count distinct (physical id, core id) pairs in /proc/cpuinfo. */
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int cores = 0;
+    if (f) {
+        char line[256];
+        int phys = 0, seen_pairs[1024][2], n_pairs = 0;
+        while (fgets(line, sizeof line, f)) {
+            int v;
+            if (sscanf(line, "physical id : %d", &v) == 1) phys = v;
+            if (sscanf(line, "core id : %d", &v) == 1) {
+                int dup = 0;
+                for (int i = 0; i < n_pairs; i++)
+                    if (seen_pairs[i][0] == phys && seen_pairs[i][1] == v) dup = 1;
+                if (!dup && n_pairs < 1024) {
+                    seen_pairs[n_pairs][0] = phys;
+                    seen_pairs[n_pairs][1] = v;
+                    n_pairs++;
+                }
+            }
+        }
+        fclose(f);
+        cores = n_pairs;
+    }
+    if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? cores : 1;
+}
+
+tokd_pool *tokd_pool_new(int n_threads) {
+    if (n_threads <= 0) n_threads = tokd_physical_cores();
+    tokd_pool *p = tokd_xcalloc(1, sizeof *p);
+    p->n = n_threads;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->threads = tokd_xcalloc((size_t)n_threads, sizeof(pthread_t));
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *wa = tokd_xmalloc(sizeof *wa);
+        wa->pool = p;
+        wa->ith = i;
+        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
+            p->n = i; /* run with the threads we got */
+            break;
+        }
+    }
+    return p;
+}
+
+int tokd_pool_size(const tokd_pool *p) { return p ? p->n : 1; }
+
+void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
+    if (!p || p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store_explicit(&p->pending, p->n - 1, memory_order_release);
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    fn(ctx, 0, p->n);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+}
+
+void tokd_pool_free(tokd_pool *p) {
+    if (!p) return;
+    atomic_store(&p->stop, 1);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->threads);
+    free(p);
+}
