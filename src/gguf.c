@@ -105,9 +105,11 @@ typedef struct {
 static uint64_t remaining(const cursor *c) { return c->size - c->pos; }
 
 static int cur_bytes(cursor *c, void *out, uint64_t n, const char *what) {
-    if (n > remaining(c))
-        return tokd_seterr(c->err, "truncated file: %s at offset %llu needs %llu bytes, %llu left", what,
-                           (unsigned long long)c->pos, (unsigned long long)n, (unsigned long long)remaining(c));
+    if (n > remaining(c)) {
+        tokd_seterr(c->err, "truncated file: %s at offset %llu needs %llu bytes, %llu left", what,
+                    (unsigned long long)c->pos, (unsigned long long)n, (unsigned long long)remaining(c));
+        return -1; /* literal, so the compiler sees outputs are set on success */
+    }
     if (out) memcpy(out, c->p + c->pos, n);
     c->pos += n;
     return 0;
@@ -116,7 +118,7 @@ static int cur_u32(cursor *c, uint32_t *v, const char *what) { return cur_bytes(
 static int cur_u64(cursor *c, uint64_t *v, const char *what) { return cur_bytes(c, v, 8, what); }
 
 static int cur_str(cursor *c, gguf_str *s, const char *what) {
-    uint64_t len;
+    uint64_t len = 0;
     if (cur_u64(c, &len, what)) return -1;
     if (len > remaining(c))
         return tokd_seterr(c->err, "bad %s at offset %llu: string length %llu exceeds the %llu bytes left", what,
@@ -131,8 +133,8 @@ static int cur_str(cursor *c, gguf_str *s, const char *what) {
 static int read_value(gguf_file *f, cursor *c, gguf_type type, gguf_value *out, int depth, const char *key);
 
 static int read_array(gguf_file *f, cursor *c, gguf_array *a, int depth, const char *key) {
-    uint32_t et;
-    uint64_t n;
+    uint32_t et = 0;
+    uint64_t n = 0;
     if (cur_u32(c, &et, "array element type") || cur_u64(c, &n, "array length")) return -1;
     if (et >= GGUF_TYPE_COUNT)
         return tokd_seterr(c->err, "metadata '%s': invalid array element type %u", key, et);

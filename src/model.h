@@ -1,0 +1,40 @@
+/* model.h — a loaded model: hyperparameters, weights bound to the mmapped GGUF tensors,
+ * and the tokenizer. The forward pass lives in forward.c. */
+#ifndef TOKD_MODEL_H
+#define TOKD_MODEL_H
+
+#include "gguf.h"
+#include "kernels/matmul.h"
+#include "tokenizer.h"
+#include "util.h"
+
+typedef enum { TOKD_ARCH_LLAMA, TOKD_ARCH_QWEN2 } tokd_arch;
+
+typedef struct {
+    tokd_arch arch;
+    int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
+    float rope_freq_base, rope_freq_scale, norm_eps;
+    bool rope_neox;
+} tokd_hparams;
+
+typedef struct {
+    float *attn_norm, *ffn_norm;   /* n_embd, dequantized at load */
+    float *bq, *bk, *bv;           /* optional biases, dequantized; NULL when absent */
+    tokd_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+} tokd_layer;
+
+struct tokd_model {
+    gguf_file *gguf;
+    tokd_tokenizer *tok;
+    tokd_hparams hp;
+    char arch_name[32];
+    char name[128];
+    tokd_matrix tok_embd;          /* n_vocab rows of n_embd */
+    float *output_norm;
+    tokd_matrix output;            /* == tok_embd when tied */
+    bool tied_output;
+    tokd_layer *layers;
+    uint64_t weight_bytes;
+};
+
+#endif
