@@ -1,8 +1,9 @@
 /* types.c — the weight-type table (see types.h) and CPU feature detection.
  *
- * This file holds the float rows (F32, F16, BF16) and the table itself; quantized rows
- * reference functions from quants.h. SIMD variants are chosen once in
- * tokd_kernels_init. */
+ * This file holds the float rows' conversions and the table itself; the dot products
+ * and the quantized rows' functions live in quants.c (scalar) and dot_avx2.c /
+ * dot_avx512.c (SIMD). SIMD variants are chosen once in tokd_kernels_init: every SIMD
+ * dot product is bit-equal to its scalar reference, so the choice changes speed only. */
 #include "kernels/types.h"
 
 #include <cpuid.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "kernels/quants.h"
 #include "util.h"
 
 /* ---- float rows ------------------------------------------------------------------ */
@@ -49,54 +51,28 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
     }
 }
 
-/* Scalar references. Eight interleaved partial sums, combined pairwise at the end: the
- * order depends only on n. */
-#define DOT_REF_BODY(LOAD)                                              \
-    float acc[8] = {0};                                                 \
-    int64_t i = 0;                                                      \
-    for (; i + 8 <= n; i += 8)                                          \
-        for (int j = 0; j < 8; j++) acc[j] += LOAD(i + j) * x[i + j];   \
-    for (; i < n; i++) acc[i & 7] += LOAD(i) * x[i];                    \
-    *out = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-
-static void f32_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const float *wf = w, *x = act;
-#define LOAD_F32(k) wf[k]
-    DOT_REF_BODY(LOAD_F32)
-#undef LOAD_F32
-}
-static inline float load_f16(const uint8_t *p, int64_t k) {
-    uint16_t h;
-    memcpy(&h, p + 2 * k, 2);
-    return tokd_f16_to_f32(h);
-}
-static inline float load_bf16(const uint8_t *p, int64_t k) {
-    uint16_t h;
-    memcpy(&h, p + 2 * k, 2);
-    return tokd_bf16_to_f32(h);
-}
-static void f16_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const uint8_t *wp = w;
-    const float *x = act;
-#define LOAD_F16(k) load_f16(wp, k)
-    DOT_REF_BODY(LOAD_F16)
-#undef LOAD_F16
-}
-static void bf16_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const uint8_t *wp = w;
-    const float *x = act;
-#define LOAD_BF16(k) load_bf16(wp, k)
-    DOT_REF_BODY(LOAD_BF16)
-#undef LOAD_BF16
-}
-
 /* ---- the table ------------------------------------------------------------------- */
 
+#define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT)                                       \
+    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT}
 static tokd_type_traits table[] = {
-    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, f32_dot_ref, f32_dot_ref},
-    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, f16_dot_ref, f16_dot_ref},
-    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, bf16_dot_ref, bf16_dot_ref},
+    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref},
+    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref},
+    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref},
+    QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
+    QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
+    QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
+    QROW(GGML_TYPE_Q5_1, "Q5_1", 32, tokd_block_q5_1, GGML_TYPE_Q8_1, tokd_q5_1_to_float, tokd_q5_1_from_float, tokd_q5_1_dot_ref),
+    QROW(GGML_TYPE_Q8_0, "Q8_0", 32, tokd_block_q8_0, GGML_TYPE_Q8_0, tokd_q8_0_to_float, tokd_q8_0_from_float, tokd_q8_0_dot_ref),
+    QROW(GGML_TYPE_Q8_1, "Q8_1", 32, tokd_block_q8_1, GGML_TYPE_Q8_1, tokd_q8_1_to_float, tokd_q8_1_from_float, tokd_q8_1_dot_ref),
+    QROW(GGML_TYPE_Q2_K, "Q2_K", 256, tokd_block_q2_K, GGML_TYPE_Q8_K, tokd_q2_K_to_float, tokd_q2_K_from_float, tokd_q2_K_dot_ref),
+    QROW(GGML_TYPE_Q3_K, "Q3_K", 256, tokd_block_q3_K, GGML_TYPE_Q8_K, tokd_q3_K_to_float, tokd_q3_K_from_float, tokd_q3_K_dot_ref),
+    QROW(GGML_TYPE_Q4_K, "Q4_K", 256, tokd_block_q4_K, GGML_TYPE_Q8_K, tokd_q4_K_to_float, tokd_q4_K_from_float, tokd_q4_K_dot_ref),
+    QROW(GGML_TYPE_Q5_K, "Q5_K", 256, tokd_block_q5_K, GGML_TYPE_Q8_K, tokd_q5_K_to_float, tokd_q5_K_from_float, tokd_q5_K_dot_ref),
+    QROW(GGML_TYPE_Q6_K, "Q6_K", 256, tokd_block_q6_K, GGML_TYPE_Q8_K, tokd_q6_K_to_float, tokd_q6_K_from_float, tokd_q6_K_dot_ref),
+    QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
+#undef QROW
 
 /* ---- CPU features and selection -------------------------------------------------- */
 

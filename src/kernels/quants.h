@@ -1,0 +1,195 @@
+/* quants.h — block formats of ggml's quantized tensor types, and their kernels.
+ *
+ * The layouts are those of GGUF files written by llama.cpp (field order, fp16 scales,
+ * packing of sub-block scales); the structs below are byte-exact images of a block and
+ * are read straight out of the mmapped file. Every block size is even and every block
+ * starts with or contains only fields of at most 2-byte alignment (Q8_K: 4), so a
+ * tensor at GGUF alignment keeps every field naturally aligned.
+ *
+ * Element order inside a block, which is what to_float and the dot products agree on:
+ *   Q4_0/Q4_1    qs[j] low nibble = element j, high nibble = element j+16.
+ *   Q5_0/Q5_1    as Q4 for the low 4 bits; bit j of the little-endian u32 qh is the
+ *                fifth bit of element j (j = 0..31).
+ *   Q8_0/Q8_1    qs[j] = element j.
+ *   Q2_K         element e = 128h + 32s + l (h<2, s<4, l<32): bits 2s..2s+1 of
+ *                qs[32h + l]; scales[e/16]: low nibble scale, high nibble min.
+ *   Q3_K         low 2 bits as Q2_K; the third bit is bit e/32 of hmask[e%32] (set means
+ *                +0, clear means -4); 16 six-bit scales packed in 12 bytes, minus 32.
+ *   Q4_K/Q5_K    8 sub-blocks of 32; sub-block pair p (elements 64p..64p+63) uses
+ *                qs[32p + l] low nibble (first 32) and high nibble (next 32); Q5_K's
+ *                fifth bit of element 64p + l is bit 2p of qh[l], of 64p+32+l bit 2p+1.
+ *                Six-bit scales and mins packed in 12 bytes (see tokd_k4_scale_min).
+ *   Q6_K         element e = 128h + 32s + l: low 4 bits from ql[64h + l + 32(s&1)]
+ *                (low nibble for s<2, high for s>=2), high 2 bits at bits 2s of
+ *                qh[32h + l]; value minus 32; int8 scales[e/16].
+ *
+ * Activation formats (the `vec_dot_type` of a row): Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 (which
+ * carries d*sum(qs)) for Q4_1/Q5_1, Q8_K (float scale, 16-element sums) for the K-quants,
+ * as ggml chooses, and quantised with ggml's CPU rounding so that results match
+ * llama.cpp's closely. */
+#ifndef TOKD_KERNELS_QUANTS_H
+#define TOKD_KERNELS_QUANTS_H
+
+#include <stdint.h>
+
+#include "kernels/types.h"
+
+#define TOKD_QK 32  /* block size of the 32-element formats */
+#define TOKD_QK_K 256 /* super-block size of the K-quants */
+
+typedef struct { uint16_t d; uint8_t qs[16]; } tokd_block_q4_0;
+typedef struct { uint16_t d, m; uint8_t qs[16]; } tokd_block_q4_1;
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } tokd_block_q5_0;
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } tokd_block_q5_1;
+typedef struct { uint16_t d; int8_t qs[32]; } tokd_block_q8_0;
+typedef struct { uint16_t d, s; int8_t qs[32]; } tokd_block_q8_1;   /* s = d * sum(qs) */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } tokd_block_q2_K;
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } tokd_block_q3_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } tokd_block_q4_K;
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } tokd_block_q5_K;
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } tokd_block_q6_K;
+typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } tokd_block_q8_K;
+
+_Static_assert(sizeof(tokd_block_q4_0) == 18, "q4_0 layout");
+_Static_assert(sizeof(tokd_block_q4_1) == 20, "q4_1 layout");
+_Static_assert(sizeof(tokd_block_q5_0) == 22, "q5_0 layout");
+_Static_assert(sizeof(tokd_block_q5_1) == 24, "q5_1 layout");
+_Static_assert(sizeof(tokd_block_q8_0) == 34, "q8_0 layout");
+_Static_assert(sizeof(tokd_block_q8_1) == 36, "q8_1 layout");
+_Static_assert(sizeof(tokd_block_q2_K) == 84, "q2_K layout");
+_Static_assert(sizeof(tokd_block_q3_K) == 110, "q3_K layout");
+_Static_assert(sizeof(tokd_block_q4_K) == 144, "q4_K layout");
+_Static_assert(sizeof(tokd_block_q5_K) == 176, "q5_K layout");
+_Static_assert(sizeof(tokd_block_q6_K) == 210, "q6_K layout");
+_Static_assert(sizeof(tokd_block_q8_K) == 292, "q8_K layout");
+
+/* Scale and min j (0..7) of a Q4_K/Q5_K block's 12 packed bytes: j<4 in the low 6 bits
+ * of bytes j and j+4; j>=4 in the nibbles of byte j+4 plus the top 2 bits of bytes j-4
+ * (scale) and j (min). */
+static inline void tokd_k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+/* Scale j (0..15) of a Q3_K block's 12 packed bytes, already minus 32. */
+static inline int tokd_q3k_scale(const uint8_t *s, int j) {
+    int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+    int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* ---- scalar (portable reference) ------------------------------------------------- */
+#define TOKD_QUANT_SCALAR(T)                                                 \
+    void tokd_##T##_to_float(const void *src, float *dst, int64_t n);        \
+    void tokd_##T##_from_float(const float *src, void *dst, int64_t n);      \
+    void tokd_##T##_dot_ref(int64_t n, float *out, const void *w, const void *act);
+TOKD_QUANT_SCALAR(q4_0)
+TOKD_QUANT_SCALAR(q4_1)
+TOKD_QUANT_SCALAR(q5_0)
+TOKD_QUANT_SCALAR(q5_1)
+TOKD_QUANT_SCALAR(q8_0)
+TOKD_QUANT_SCALAR(q2_K)
+TOKD_QUANT_SCALAR(q3_K)
+TOKD_QUANT_SCALAR(q4_K)
+TOKD_QUANT_SCALAR(q5_K)
+TOKD_QUANT_SCALAR(q6_K)
+#undef TOKD_QUANT_SCALAR
+void tokd_q8_1_to_float(const void *src, float *dst, int64_t n);
+void tokd_q8_1_from_float(const float *src, void *dst, int64_t n);
+void tokd_q8_K_to_float(const void *src, float *dst, int64_t n);
+void tokd_q8_K_from_float(const float *src, void *dst, int64_t n);
+void tokd_q8_1_dot_ref(int64_t n, float *out, const void *w, const void *act); /* Q8_1 x Q8_1 */
+void tokd_q8_K_dot_ref(int64_t n, float *out, const void *w, const void *act); /* Q8_K x Q8_K */
+/* Q8_0 and Q8_1 are above all activation formats, so their from_float quantises as
+ * ggml's x86 CPU backend does activations: q = round_half_even(x * (127/amax)).
+ * llama.cpp's file quantiser for Q8_0 weights computes q = round_half_away(x / d),
+ * d = amax/127: tokd_q8_0_from_float_ref reproduces it byte for byte. The two differ
+ * only on exact ties and 1-ulp differences of the multiplier. */
+void tokd_q8_0_from_float_ref(const float *src, void *dst, int64_t n);
+
+/* ---- pieces shared by the scalar and SIMD paths (bit-equal results) --------------
+ * Exact integer sums of one 32-element block against its Q8_0/Q8_1 activation block. */
+static inline int32_t tokd_q4_0_isum(const tokd_block_q4_0 *x, const tokd_block_q8_0 *y) {
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) s += ((x->qs[j] & 0xF) - 8) * y->qs[j] + ((x->qs[j] >> 4) - 8) * y->qs[j + 16];
+    return s;
+}
+static inline int32_t tokd_q4_1_isum(const tokd_block_q4_1 *x, const tokd_block_q8_1 *y) {
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) s += (x->qs[j] & 0xF) * y->qs[j] + (x->qs[j] >> 4) * y->qs[j + 16];
+    return s;
+}
+static inline uint32_t tokd_load_u32le(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline int32_t tokd_q5_0_isum(const tokd_block_q5_0 *x, const tokd_block_q8_0 *y) {
+    uint32_t qh = tokd_load_u32le(x->qh);
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (x->qs[j] & 0xF) | (int)(((qh >> j) & 1) << 4);
+        int hi = (x->qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+        s += (lo - 16) * y->qs[j] + (hi - 16) * y->qs[j + 16];
+    }
+    return s;
+}
+static inline int32_t tokd_q5_1_isum(const tokd_block_q5_1 *x, const tokd_block_q8_1 *y) {
+    uint32_t qh = tokd_load_u32le(x->qh);
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (x->qs[j] & 0xF) | (int)(((qh >> j) & 1) << 4);
+        int hi = (x->qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+        s += lo * y->qs[j] + hi * y->qs[j + 16];
+    }
+    return s;
+}
+static inline int32_t tokd_q8_0_isum(const tokd_block_q8_0 *x, const tokd_block_q8_0 *y) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += x->qs[j] * y->qs[j];
+    return s;
+}
+/* Fixed reduction trees: eight lanes (the 32-element formats: block b goes to lane b%8)
+ * and 32 lanes (F32/F16/BF16: element i goes to lane i%32). */
+static inline float tokd_reduce8(const float a[8]) {
+    float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
+    return (r0 + r2) + (r1 + r3);
+}
+static inline float tokd_reduce32(const float s[32]) {
+    float r16[16], r8[8];
+    for (int l = 0; l < 16; l++) r16[l] = s[l] + s[l + 16];
+    for (int l = 0; l < 8; l++) r8[l] = r16[l] + r16[l + 8];
+    return tokd_reduce8(r8);
+}
+/* A K-quant super-block's float term from its exact integer sums. */
+static inline float tokd_k_term1(float dx, float dy, int32_t sumi) {
+    float d = dx * dy;
+    return d * (float)sumi;
+}
+static inline float tokd_k_term2(float dx, float dmx, float dy, int32_t sumi, int32_t summ) {
+    float d = dx * dy, dm = dmx * dy;
+    return d * (float)sumi - dm * (float)summ;
+}
+
+/* Float rows (activations F32): element i accumulates into lane i%32, tokd_reduce32. */
+void tokd_f32_dot_ref(int64_t n, float *out, const void *w, const void *act);
+void tokd_f16_dot_ref(int64_t n, float *out, const void *w, const void *act);
+void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
+
+/* ---- SIMD (dot_avx2.c, dot_avx512.c); call only if the CPU has the features ------ */
+#define TOKD_DOT_DECL(T, ISA) void tokd_##T##_dot_##ISA(int64_t n, float *out, const void *w, const void *act);
+#define TOKD_DOT_ALL(ISA)                                                              \
+    TOKD_DOT_DECL(f32, ISA) TOKD_DOT_DECL(f16, ISA) TOKD_DOT_DECL(bf16, ISA)          \
+    TOKD_DOT_DECL(q4_0, ISA) TOKD_DOT_DECL(q4_1, ISA) TOKD_DOT_DECL(q5_0, ISA)        \
+    TOKD_DOT_DECL(q5_1, ISA) TOKD_DOT_DECL(q8_0, ISA) TOKD_DOT_DECL(q2_K, ISA)        \
+    TOKD_DOT_DECL(q3_K, ISA) TOKD_DOT_DECL(q4_K, ISA) TOKD_DOT_DECL(q5_K, ISA)        \
+    TOKD_DOT_DECL(q6_K, ISA)
+TOKD_DOT_ALL(avx2)    /* AVX2 + FMA + F16C */
+TOKD_DOT_ALL(avx512)  /* AVX-512 F/BW/VL (+ the avx2 set) */
+TOKD_DOT_ALL(avx512vnni) /* AVX-512 F/BW/VL + VNNI */
+#undef TOKD_DOT_ALL
+#undef TOKD_DOT_DECL
+
+#endif
