@@ -1,0 +1,37 @@
+/* fuzz_gguf.c — libFuzzer target for the GGUF reader: any bytes must either parse into
+ * descriptors that all lie inside the buffer, or fail with a message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    uint8_t *copy = malloc(size ? size : 1);
+    memcpy(copy, data, size);
+    tokd_err err;
+    gguf_file *f = gguf_open_buffer(copy, size, &err);
+    if (f) {
+        volatile unsigned sum = 0;
+        for (uint64_t i = 0; i < f->n_kv; i++) {
+            const gguf_value *v = &f->kv[i].value;
+            if (v->type == GGUF_TYPE_STRING && v->v.str.len) sum += (unsigned char)v->v.str.ptr[v->v.str.len - 1];
+            if (v->type == GGUF_TYPE_ARRAY && v->v.arr.n) {
+                if (v->v.arr.data) sum += (unsigned)gguf_arr_i64(&v->v.arr, v->v.arr.n - 1);
+                if (v->v.arr.strs && v->v.arr.strs[v->v.arr.n - 1].len)
+                    sum += (unsigned char)v->v.arr.strs[v->v.arr.n - 1].ptr[v->v.arr.strs[v->v.arr.n - 1].len - 1];
+            }
+        }
+        for (uint64_t i = 0; i < f->n_tensors; i++) {
+            const gguf_tensor *t = &f->tensors[i];
+            const uint8_t *d = t->data;
+            if (d < copy || d + t->nbytes > copy + size) abort();
+            if (t->nbytes) sum += d[t->nbytes - 1];
+        }
+        (void)sum;
+        gguf_close(f);
+    } else if (!err.msg[0]) {
+        abort(); /* every failure must say why */
+    }
+    free(copy);
+    return 0;
+}
