@@ -2,6 +2,7 @@
 #include "kernels/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,8 @@
 
 #include "util.h"
 
-#define SPIN_ITERS 200000
+#define SPIN_ITERS 200000 /* idle spins before a worker sleeps */
+#define YIELD_AFTER 2000 /* spins before waiting loops start yielding the core */
 
 struct tokd_pool {
     int n;
@@ -30,7 +32,9 @@ typedef struct {
     int ith;
 } worker_arg;
 
-static inline void cpu_relax(void) { __builtin_ia32_pause(); }
+/* No `pause`: inside VMs pause-loop exiting hands the vCPU back to the host and a
+ * spinning region can stall for milliseconds. A plain re-load is enough here. */
+static inline void cpu_relax(void) { __asm__ volatile("" ::: "memory"); }
 
 static void *worker_main(void *arg) {
     worker_arg *wa = arg;
@@ -44,7 +48,8 @@ static void *worker_main(void *arg) {
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
             if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
             if (++spins < SPIN_ITERS) {
-                cpu_relax();
+                if (spins > YIELD_AFTER) sched_yield(); /* share an oversubscribed machine */
+                else cpu_relax();
                 continue;
             }
             pthread_mutex_lock(&p->mu);
@@ -125,7 +130,10 @@ void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins > YIELD_AFTER) sched_yield(); /* a worker may be waiting for this core */
+        else cpu_relax();
+    }
 }
 
 void tokd_pool_free(tokd_pool *p) {
