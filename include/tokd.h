@@ -54,6 +54,9 @@ void tokd_ctx_params_default(tokd_ctx_params *p);
 tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *p, tokd_err *err);
 void tokd_ctx_free(tokd_ctx *c);
 
+/* Bytes of scratch buffers a context with these parameters allocates (besides the KV cache). */
+uint64_t tokd_scratch_bytes(const tokd_model *m, const tokd_ctx_params *p);
+
 /* Bytes of KV cache per token position (all layers, K and V). */
 uint64_t tokd_kv_bytes_per_token(const tokd_model *m);
 

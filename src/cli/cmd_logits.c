@@ -1,0 +1,92 @@
+/* cmd_logits.c — `tokd logits`: evaluate a prompt in one batched pass and write the
+ * logits of every position as little-endian float32, n_positions x n_vocab. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model.h"
+
+int cmd_logits(int argc, char **argv) {
+    const char *model_path = NULL, *prompt = NULL, *out_path = NULL, *v;
+    long n_threads = 0;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
+            if (r < 0) return 2;
+            model_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v))) {
+            if (r < 0) return 2;
+            prompt = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
+            if (r < 0) return 2;
+            out_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
+            if (r < 0 || cli_int("logits", "-t", v, 1, 1024, &n_threads)) return 2;
+        } else {
+            fprintf(stderr, "tokd logits: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!model_path || !prompt || !out_path) {
+        fprintf(stderr, "tokd logits: need -m MODEL -p PROMPT -o FILE\n");
+        return 2;
+    }
+    tokd_err err;
+    tokd_model *m = tokd_model_load(model_path, &err);
+    if (!m) {
+        fprintf(stderr, "tokd logits: %s\n", err.msg);
+        return 1;
+    }
+    int32_t *toks = NULL;
+    size_t n = 0;
+    int rc = 1;
+    tokd_ctx *c = NULL;
+    float *logits = NULL;
+    tokd_batch_entry *batch = NULL;
+    FILE *fp = NULL;
+    if (tokd_tokenize(m->tok, prompt, strlen(prompt), true, false, &toks, &n, &err)) goto fail;
+    if (n == 0) {
+        tokd_seterr(&err, "the prompt has no tokens");
+        goto fail;
+    }
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_threads = (int32_t)n_threads;
+    cp.n_batch = (int32_t)n;
+    if ((int32_t)n > m->hp.n_ctx_train) cp.n_ctx = (int32_t)n;
+    else cp.n_ctx = m->hp.n_ctx_train;
+    c = tokd_ctx_new(m, &cp, &err);
+    if (!c) goto fail;
+    size_t V = (size_t)m->hp.n_vocab;
+    logits = malloc(n * V * sizeof(float));
+    batch = malloc(n * sizeof *batch);
+    if (!logits || !batch) {
+        tokd_seterr(&err, "out of memory for %zu x %zu logits", n, V);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) batch[i] = (tokd_batch_entry){toks[i], (int32_t)i, 0, true};
+    if (tokd_forward(c, batch, (int32_t)n, logits, &err)) goto fail;
+    fp = fopen(out_path, "wb");
+    if (!fp) {
+        tokd_seterr(&err, "cannot create '%s'", out_path);
+        goto fail;
+    }
+    if (fwrite(logits, sizeof(float), n * V, fp) != n * V || fclose(fp) != 0) {
+        fp = NULL;
+        tokd_seterr(&err, "cannot write '%s'", out_path);
+        goto fail;
+    }
+    fp = NULL;
+    fprintf(stderr, "tokd logits: %zu positions x %zu logits written to %s\n", n, V, out_path);
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "tokd logits: %s\n", err.msg);
+    if (fp) fclose(fp);
+    free(batch);
+    free(logits);
+    free(toks);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* cmd_run.c — `tokd run`: generate from a prompt. stdout carries only the generated text,
+ * flushed per token; stderr carries the stage timings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "generate.h"
+
+#define MAX_STOP 16
+
+static void write_text(void *ud, const char *text, size_t len) {
+    (void)ud;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *model_path = "../shared/models/stories260K.gguf", *prompt = NULL, *v;
+    const char *stops[MAX_STOP];
+    int n_stop = 0;
+    tokd_gen_params gp;
+    tokd_gen_params_default(&gp);
+    long n_threads = 0, ctx_size = 0;
+    bool no_bos = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        long lv;
+        double dv;
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
+            if (r < 0) return 2;
+            model_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v))) {
+            if (r < 0) return 2;
+            prompt = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-n", "--n-predict", &v))) {
+            if (r < 0 || cli_int("run", "-n", v, -1, 1 << 24, &lv)) return 2;
+            gp.n_predict = (int32_t)lv;
+        } else if ((r = cli_opt(argc, argv, &i, "--temp", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--temp", v, 0, 100, &dv)) return 2;
+            gp.sampling.temperature = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--top-k", NULL, &v))) {
+            if (r < 0 || cli_int("run", "--top-k", v, 0, 1 << 24, &lv)) return 2;
+            gp.sampling.top_k = (int32_t)lv;
+        } else if ((r = cli_opt(argc, argv, &i, "--top-p", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--top-p", v, 0, 1, &dv)) return 2;
+            gp.sampling.top_p = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--min-p", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--min-p", v, 0, 1, &dv)) return 2;
+            gp.sampling.min_p = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--repeat-penalty", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--repeat-penalty", v, 0.01, 100, &dv)) return 2;
+            gp.sampling.repeat_penalty = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--presence-penalty", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--presence-penalty", v, -2, 2, &dv)) return 2;
+            gp.sampling.presence_penalty = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--frequency-penalty", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--frequency-penalty", v, -2, 2, &dv)) return 2;
+            gp.sampling.frequency_penalty = (float)dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
+            char *end;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (r < 0 || !*v || *end || v[0] == '-') {
+                fprintf(stderr, "tokd run: bad value for --seed: '%s'\n", v);
+                return 2;
+            }
+            gp.sampling.seed = s;
+        } else if ((r = cli_opt(argc, argv, &i, "--stop", NULL, &v))) {
+            if (r < 0) return 2;
+            if (n_stop == MAX_STOP) {
+                fprintf(stderr, "tokd run: at most %d stop strings\n", MAX_STOP);
+                return 2;
+            }
+            stops[n_stop++] = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
+            if (r < 0 || cli_int("run", "-t", v, 1, 1024, &n_threads)) return 2;
+        } else if ((r = cli_opt(argc, argv, &i, "-c", "--ctx-size", &v))) {
+            if (r < 0 || cli_int("run", "-c", v, 1, 1 << 24, &ctx_size)) return 2;
+        } else if ((r = cli_opt(argc, argv, &i, "--time-limit", NULL, &v))) {
+            if (r < 0 || cli_float("run", "--time-limit", v, 0, 1e9, &dv)) return 2;
+            gp.time_limit_s = dv;
+        } else if (!strcmp(argv[i], "--no-bos")) {
+            no_bos = true;
+        } else {
+            fprintf(stderr, "tokd run: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!prompt) {
+        fprintf(stderr, "tokd run: missing -p PROMPT\n");
+        return 2;
+    }
+    gp.stop = stops;
+    gp.n_stop = n_stop;
+    gp.on_text = write_text;
+
+    tokd_err err;
+    tokd_model *m = tokd_model_load(model_path, &err);
+    if (!m) {
+        fprintf(stderr, "tokd run: %s\n", err.msg);
+        return 1;
+    }
+    int32_t *toks = NULL;
+    size_t n_toks = 0;
+    if (tokd_tokenize(m->tok, prompt, strlen(prompt), !no_bos, false, &toks, &n_toks, &err)) {
+        fprintf(stderr, "tokd run: %s\n", err.msg);
+        tokd_model_free(m);
+        return 1;
+    }
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_threads = (int32_t)n_threads;
+    cp.n_ctx = (int32_t)ctx_size;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    int rc = 0;
+    tokd_gen_stats st;
+    if (!c || tokd_generate(c, m, toks, (int32_t)n_toks, &gp, &st, &err)) {
+        fprintf(stderr, "tokd run: %s\n", err.msg);
+        rc = 1;
+    } else {
+        fprintf(stderr,
+                "\n[tokd] prompt %d tokens, generated %d, finish %s\n"
+                "[tokd] time to first token %.2f ms | prompt %.1f tok/s | generation %.1f tok/s | "
+                "inter-token latency p50 %.2f ms p99 %.2f ms\n",
+                st.n_prompt, st.n_gen, tokd_finish_name(st.finish), st.t_first_token_s * 1e3, st.prompt_tps,
+                st.gen_tps, st.itl_p50_ms, st.itl_p99_ms);
+    }
+    free(toks);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+    return rc;
+}

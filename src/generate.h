@@ -1,0 +1,51 @@
+/* generate.h — one sequence from prompt to finished text: prefill in batched chunks,
+ * then decode one token per step, sampling, stop conditions and incremental
+ * detokenisation with stop-string holdback. Used by `tokd run` and `tokd chat`; the
+ * server's scheduler drives many sequences with the same pieces. */
+#ifndef TOKD_GENERATE_H
+#define TOKD_GENERATE_H
+
+#include "model.h"
+#include "sampler.h"
+#include "stop.h"
+
+typedef enum {
+    TOKD_FINISH_NONE = 0,
+    TOKD_FINISH_EOG,        /* end-of-generation token */
+    TOKD_FINISH_STOP,       /* a stop string */
+    TOKD_FINISH_LENGTH,     /* n_predict reached */
+    TOKD_FINISH_CONTEXT,    /* context full */
+    TOKD_FINISH_TIME,       /* wall-clock limit */
+} tokd_finish;
+const char *tokd_finish_name(tokd_finish f);
+/* OpenAI's finish_reason: "stop" for EOG and stop strings, else "length". */
+const char *tokd_finish_openai(tokd_finish f);
+
+typedef struct {
+    tokd_sampler_params sampling;
+    int32_t n_predict;          /* max new tokens; < 0: until the context is full */
+    const char *const *stop;    /* stop strings (never emitted) */
+    int32_t n_stop;
+    double time_limit_s;        /* <= 0: none */
+    int32_t seq;                /* sequence slot of the context to use (it is reset first) */
+    void (*on_text)(void *ud, const char *text, size_t len); /* called with each safe chunk */
+    void *ud;
+} tokd_gen_params;
+void tokd_gen_params_default(tokd_gen_params *p);
+
+typedef struct {
+    int32_t n_prompt, n_gen;
+    double t_prefill_s, t_first_token_s, t_total_s;   /* from the start of prefill */
+    double prompt_tps, gen_tps;                      /* tokens per second */
+    double itl_p50_ms, itl_p99_ms;                   /* inter-token latency */
+    tokd_finish finish;
+} tokd_gen_stats;
+
+int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32_t n_prompt,
+                  const tokd_gen_params *p, tokd_gen_stats *stats, tokd_err *err);
+
+/* The context's limits, for callers that size prompts. */
+int32_t tokd_ctx_n_ctx(const tokd_ctx *c);
+int32_t tokd_ctx_n_batch(const tokd_ctx *c);
+
+#endif
