@@ -1,11 +1,80 @@
-/* cmd_tokenize.c — `tokd tokenize` (placeholder until the tokenizer lands). */
+/* cmd_tokenize.c — `tokd tokenize -m MODEL [--no-bos] [--special]`.
+ * Reads all of stdin byte-exact (any size, any bytes; nothing added or removed), prints
+ * the token ids space-separated on one line. By default BOS/EOS are added as the model's
+ * metadata says; --no-bos adds neither. Special-token texts are recognised only with
+ * --special. Works on vocabulary-only GGUF files. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+static const char *usage_line = "usage: tokd tokenize -m MODEL [--no-bos] [--special]   (text on stdin)";
 
 int cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    cli_die_msg("tokenize", "not implemented yet");
-    return 1;
+    const char *model = NULL;
+    bool no_bos = false, special = false;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_opt(argc, argv, &i, "-m", "--model", &model);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--no-bos")) no_bos = true;
+        else if (!strcmp(argv[i], "--special")) special = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            puts(usage_line);
+            return 0;
+        } else {
+            fprintf(stderr, "tokd tokenize: unknown option '%s' (%s)\n", argv[i], usage_line);
+            return 2;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "tokd tokenize: missing -m MODEL (%s)\n", usage_line);
+        return 2;
+    }
+    tokd_err err;
+    gguf_file *f = gguf_open(model, &err);
+    if (!f) {
+        fprintf(stderr, "tokd tokenize: %s\n", err.msg);
+        return 1;
+    }
+    tokd_tokenizer *t = tokd_tokenizer_load(f, &err);
+    gguf_close(f);
+    if (!t) {
+        fprintf(stderr, "tokd tokenize: %s: %s\n", model, err.msg);
+        return 1;
+    }
+    tokd_buf in = {0};
+    char chunk[1 << 16];
+    size_t k;
+    while ((k = fread(chunk, 1, sizeof chunk, stdin)) > 0) tokd_buf_append(&in, chunk, k);
+    if (ferror(stdin)) {
+        fprintf(stderr, "tokd tokenize: reading stdin: %s\n", strerror(errno));
+        tokd_buf_free(&in);
+        tokd_tokenizer_free(t);
+        return 1;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = tokd_tokenize(t, in.data ? in.data : "", in.len, !no_bos, special, &ids, &n, &err);
+    tokd_buf_free(&in);
+    tokd_tokenizer_free(t);
+    if (rc < 0) {
+        fprintf(stderr, "tokd tokenize: %s\n", err.msg);
+        return 1;
+    }
+    tokd_buf out = {0};
+    for (size_t i = 0; i < n; i++) tokd_buf_appendf(&out, i ? " %d" : "%d", ids[i]);
+    tokd_buf_append(&out, "\n", 1);
+    free(ids);
+    size_t want = out.len, wrote = fwrite(out.data, 1, out.len, stdout);
+    tokd_buf_free(&out);
+    if (wrote != want || fflush(stdout) != 0) {
+        fprintf(stderr, "tokd tokenize: writing stdout failed\n");
+        return 1;
+    }
+    return 0;
 }
