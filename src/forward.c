@@ -1,0 +1,322 @@
+/* forward.c — evaluation contexts and the forward pass over a batch of entries.
+ *
+ * Reads top to bottom like the maths (after llama2.c's run.c): embed → for each layer
+ * { RMSNorm → Q,K,V (+bias) → RoPE → write K,V to the paged cache → attention over the
+ * cache → output projection + residual → RMSNorm → SwiGLU FFN + residual } → final norm
+ * → logits. The paging lives in kvcache.c, the per-type arithmetic in kernels/.
+ *
+ * Batch invariance: every value is reduced in an order fixed by the model's shapes and
+ * absolute positions. Matmuls reduce each output with one vec_dot; attention walks the
+ * cache in position order, one KV block at a time, with an online softmax whose block
+ * boundaries are absolute (multiples of block_size); threads split independent outputs.
+ * So a sequence gets the same bits alone, chunked, or beside others. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kvcache.h"
+#include "model.h"
+
+struct tokd_ctx {
+    const tokd_model *m;
+    tokd_ctx_params p;
+    tokd_kv kv;
+    tokd_seq_table *seqs;
+    tokd_pool *pool;
+    /* scratch, n_batch rows each */
+    float *x, *xb, *q, *k, *v, *att, *hg, *hu, *rope;
+    void *act;
+    int32_t *seq_new;  /* per sequence: entries in the current batch */
+};
+
+void tokd_ctx_params_default(tokd_ctx_params *p) {
+    p->n_ctx = 0;
+    p->n_seq = 1;
+    p->n_batch = 512;
+    p->n_threads = 0;
+    p->block_size = 16;
+    p->n_blocks = 0;
+}
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Scratch buffer sizes for n_batch rows. */
+typedef struct {
+    size_t x, xb, q, kv, ff, rope, act;
+} tokd_scratch_sizes;
+
+static void scratch_sizes(const tokd_model *m, int32_t n_batch, tokd_scratch_sizes *sz) {
+    const tokd_hparams *hp = &m->hp;
+    size_t B = (size_t)n_batch, qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
+    sz->x = B * hp->n_embd * sizeof(float);
+    sz->xb = B * max_size((size_t)hp->n_embd, qd) * sizeof(float);
+    sz->q = B * qd * sizeof(float);
+    sz->kv = B * kvd * sizeof(float);
+    sz->ff = B * hp->n_ff * sizeof(float);
+    sz->rope = B * (size_t)hp->n_rot * sizeof(float);
+    size_t act = tokd_matmul_scratch_bytes(m->output.tt, m->output.K, (int64_t)B);
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *lm[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++)
+            act = max_size(act, tokd_matmul_scratch_bytes(lm[i]->tt, lm[i]->K, (int64_t)B));
+    }
+    sz->act = act ? act : 64;
+}
+
+uint64_t tokd_scratch_bytes(const tokd_model *m, const tokd_ctx_params *p) {
+    tokd_scratch_sizes sz;
+    scratch_sizes(m, p->n_batch > 0 ? p->n_batch : 512, &sz);
+    return sz.x + sz.xb + 2 * sz.q + 2 * sz.kv + 2 * sz.ff + sz.rope + sz.act;
+}
+
+tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_err *err) {
+    tokd_ctx_params p = *params;
+    const tokd_hparams *hp = &m->hp;
+    if (p.n_ctx <= 0) p.n_ctx = hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (p.n_seq <= 0) p.n_seq = 1;
+    if (p.n_batch <= 0) p.n_batch = 512;
+    if (p.block_size <= 0) p.block_size = 16;
+    if (p.n_ctx > (1 << 24) || p.n_seq > (1 << 16) || p.n_batch > (1 << 16) || p.block_size > 4096) {
+        tokd_seterr(err, "context parameters out of range (n_ctx %d, n_seq %d, n_batch %d, block %d)", p.n_ctx,
+                    p.n_seq, p.n_batch, p.block_size);
+        return NULL;
+    }
+    if (p.n_blocks <= 0) p.n_blocks = (int64_t)p.n_seq * ((p.n_ctx + p.block_size - 1) / p.block_size);
+    tokd_ctx *c = tokd_xcalloc(1, sizeof *c);
+    c->m = m;
+    c->p = p;
+    int32_t kv_dim = hp->n_head_kv * hp->head_dim;
+    if (tokd_kv_init(&c->kv, p.block_size, p.n_blocks, hp->n_layer, kv_dim, err)) {
+        free(c);
+        return NULL;
+    }
+    c->seqs = tokd_xcalloc((size_t)p.n_seq, sizeof(tokd_seq_table));
+    c->seq_new = tokd_xcalloc((size_t)p.n_seq, sizeof(int32_t));
+    c->pool = tokd_pool_new(p.n_threads);
+    tokd_scratch_sizes sz;
+    scratch_sizes(m, p.n_batch, &sz);
+    c->x = tokd_aligned_alloc(sz.x);
+    c->xb = tokd_aligned_alloc(sz.xb);
+    c->q = tokd_aligned_alloc(sz.q);
+    c->k = tokd_aligned_alloc(sz.kv);
+    c->v = tokd_aligned_alloc(sz.kv);
+    c->att = tokd_aligned_alloc(sz.q);
+    c->hg = tokd_aligned_alloc(sz.ff);
+    c->hu = tokd_aligned_alloc(sz.ff);
+    c->rope = tokd_aligned_alloc(sz.rope);
+    c->act = tokd_aligned_alloc(sz.act);
+    return c;
+}
+
+void tokd_ctx_free(tokd_ctx *c) {
+    if (!c) return;
+    for (int32_t s = 0; s < c->p.n_seq; s++) tokd_seq_table_free(&c->kv, &c->seqs[s]);
+    tokd_kv_free(&c->kv);
+    tokd_pool_free(c->pool);
+    free(c->seqs);
+    free(c->seq_new);
+    free(c->x);
+    free(c->xb);
+    free(c->q);
+    free(c->k);
+    free(c->v);
+    free(c->att);
+    free(c->hg);
+    free(c->hu);
+    free(c->rope);
+    free(c->act);
+    free(c);
+}
+
+int32_t tokd_seq_len(const tokd_ctx *c, int32_t seq) {
+    return (seq >= 0 && seq < c->p.n_seq) ? c->seqs[seq].len : 0;
+}
+
+void tokd_seq_truncate(tokd_ctx *c, int32_t seq, int32_t new_len) {
+    if (seq >= 0 && seq < c->p.n_seq) tokd_seq_shrink(&c->kv, &c->seqs[seq], new_len);
+}
+
+/* ---- building blocks ------------------------------------------------------------- */
+
+/* y = x / rms(x) * w, the sum of squares accumulated in double in index order. */
+static void rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps) {
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    float mean = (float)(sum / n);
+    float scale = 1.0f / sqrtf(mean + eps);
+    for (int32_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+/* cos/sin table for one position: n_rot/2 pairs, theta advanced by repeated
+ * multiplication as the reference implementation does. */
+static void rope_table(float *cs, int32_t pos, const tokd_hparams *hp) {
+    float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
+    float theta = (float)pos;
+    for (int32_t i = 0; i < hp->n_rot / 2; i++) {
+        float t = theta * hp->rope_freq_scale;
+        cs[2 * i] = cosf(t);
+        cs[2 * i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+/* Rotate the first n_rot dims of each head. Normal mode pairs (2i, 2i+1); NEOX mode
+ * pairs (i, i + n_rot/2). */
+static void rope_apply(float *x, int32_t n_heads, int32_t head_dim, const float *cs, const tokd_hparams *hp) {
+    int32_t half = hp->n_rot / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            int32_t a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + half : 2 * i + 1;
+            float c = cs[2 * i], s = cs[2 * i + 1];
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+typedef struct {
+    tokd_ctx *c;
+    const tokd_batch_entry *e;
+    int32_t n, layer;
+} attn_job;
+
+/* One (entry, head) per task: online softmax over the sequence's KV blocks in position
+ * order. */
+static void attention_task(void *arg, int ith, int nth) {
+    attn_job *j = arg;
+    tokd_ctx *c = j->c;
+    const tokd_hparams *hp = &c->m->hp;
+    const int32_t hd = hp->head_dim, bs = c->kv.block_size, kv_dim = c->kv.kv_dim;
+    const int32_t group = hp->n_head / hp->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float scores[4096];
+    float acc[4096];
+    for (int64_t task = ith; task < (int64_t)j->n * hp->n_head; task += nth) {
+        int32_t ei = (int32_t)(task / hp->n_head), h = (int32_t)(task % hp->n_head);
+        const tokd_batch_entry *e = &j->e[ei];
+        const tokd_seq_table *s = &c->seqs[e->seq];
+        const float *q = c->q + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
+        const int32_t kvh = h / group;
+        float m = -INFINITY, l = 0.0f;
+        for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
+        for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
+            int32_t block = s->blocks[t0 / bs];
+            int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
+            const float *kb = tokd_kv_k_at(&c->kv, block, j->layer) + (size_t)kvh * hd;
+            const float *vb = tokd_kv_v_at(&c->kv, block, j->layer) + (size_t)kvh * hd;
+            float mb = -INFINITY;
+            for (int32_t t = 0; t < cnt; t++) {
+                const float *k = kb + (size_t)t * kv_dim;
+                float dot = 0.0f;
+                for (int32_t d = 0; d < hd; d++) dot += q[d] * k[d];
+                scores[t] = dot * scale;
+                if (scores[t] > mb) mb = scores[t];
+            }
+            float m_new = mb > m ? mb : m;
+            float corr = expf(m - m_new); /* exp(-inf) = 0 on the first block */
+            l *= corr;
+            for (int32_t d = 0; d < hd; d++) acc[d] *= corr;
+            for (int32_t t = 0; t < cnt; t++) {
+                float p = expf(scores[t] - m_new);
+                l += p;
+                const float *v = vb + (size_t)t * kv_dim;
+                for (int32_t d = 0; d < hd; d++) acc[d] += p * v[d];
+            }
+            m = m_new;
+        }
+        float *out = c->att + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
+        float inv = 1.0f / l;
+        for (int32_t d = 0; d < hd; d++) out[d] = acc[d] * inv;
+    }
+}
+
+/* ---- the forward pass ------------------------------------------------------------ */
+
+static int validate_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, tokd_err *err) {
+    if (n <= 0) return tokd_seterr(err, "empty batch");
+    if (n > c->p.n_batch) return tokd_seterr(err, "batch of %d entries exceeds the context's n_batch %d", n, c->p.n_batch);
+    for (int32_t s = 0; s < c->p.n_seq; s++) c->seq_new[s] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (e[i].seq < 0 || e[i].seq >= c->p.n_seq)
+            return tokd_seterr(err, "entry %d: sequence %d out of range (0..%d)", i, e[i].seq, c->p.n_seq - 1);
+        if (e[i].token < 0 || e[i].token >= c->m->hp.n_vocab)
+            return tokd_seterr(err, "entry %d: token %d out of range (0..%d)", i, e[i].token, c->m->hp.n_vocab - 1);
+        int32_t expect = c->seqs[e[i].seq].len + c->seq_new[e[i].seq];
+        if (e[i].pos != expect)
+            return tokd_seterr(err, "entry %d: sequence %d expects position %d, got %d", i, e[i].seq, expect, e[i].pos);
+        if (e[i].pos >= c->p.n_ctx)
+            return tokd_seterr(err, "entry %d: position %d is past the context size %d", i, e[i].pos, c->p.n_ctx);
+        c->seq_new[e[i].seq]++;
+    }
+    for (int32_t s = 0; s < c->p.n_seq; s++) {
+        if (!c->seq_new[s]) continue;
+        if (tokd_seq_reserve(&c->kv, &c->seqs[s], c->seqs[s].len + c->seq_new[s])) {
+            for (int32_t r = 0; r < s; r++) tokd_seq_shrink(&c->kv, &c->seqs[r], c->seqs[r].len);
+            return tokd_seterr(err, "KV cache full: no free block for sequence %d", s);
+        }
+    }
+    return 0;
+}
+
+int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits, tokd_err *err) {
+    const tokd_model *m = c->m;
+    const tokd_hparams *hp = &m->hp;
+    if (validate_batch(c, e, n, err)) return -1;
+    const int32_t E = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd, F = hp->n_ff;
+    const int32_t bs = c->kv.block_size;
+    tokd_pool *pool = c->pool;
+
+    for (int32_t i = 0; i < n; i++) {
+        m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes,
+                                 c->x + (size_t)i * E, E);
+        rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp);
+    }
+
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        for (int32_t i = 0; i < n; i++) rmsnorm(c->xb + (size_t)i * E, c->x + (size_t)i * E, L->attn_norm, E, hp->norm_eps);
+        tokd_matmul(pool, &L->wq, c->xb, E, n, c->q, qd, c->act);
+        tokd_matmul(pool, &L->wk, c->xb, E, n, c->k, kvd, c->act);
+        tokd_matmul(pool, &L->wv, c->xb, E, n, c->v, kvd, c->act);
+        for (int32_t i = 0; i < n; i++) {
+            float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
+            if (L->bq) for (int32_t d = 0; d < qd; d++) q[d] += L->bq[d];
+            if (L->bk) for (int32_t d = 0; d < kvd; d++) k[d] += L->bk[d];
+            if (L->bv) for (int32_t d = 0; d < kvd; d++) v[d] += L->bv[d];
+            rope_apply(q, hp->n_head, hd, c->rope + (size_t)i * hp->n_rot, hp);
+            rope_apply(k, hp->n_head_kv, hd, c->rope + (size_t)i * hp->n_rot, hp);
+            const tokd_seq_table *s = &c->seqs[e[i].seq];
+            int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
+            memcpy(tokd_kv_k_at(&c->kv, block, l) + (size_t)slot * kvd, k, (size_t)kvd * sizeof(float));
+            memcpy(tokd_kv_v_at(&c->kv, block, l) + (size_t)slot * kvd, v, (size_t)kvd * sizeof(float));
+        }
+        attn_job aj = {c, e, n, l};
+        tokd_pool_run(pool, attention_task, &aj);
+        tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
+        for (int64_t i = 0; i < (int64_t)n * E; i++) c->x[i] += c->xb[i];
+
+        for (int32_t i = 0; i < n; i++) rmsnorm(c->xb + (size_t)i * E, c->x + (size_t)i * E, L->ffn_norm, E, hp->norm_eps);
+        tokd_matmul(pool, &L->w_gate, c->xb, E, n, c->hg, F, c->act);
+        tokd_matmul(pool, &L->w_up, c->xb, E, n, c->hu, F, c->act);
+        for (int64_t i = 0; i < (int64_t)n * F; i++) {
+            float g = c->hg[i];
+            c->hg[i] = g / (1.0f + expf(-g)) * c->hu[i];
+        }
+        tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
+        for (int64_t i = 0; i < (int64_t)n * E; i++) c->x[i] += c->xb[i];
+    }
+
+    for (int32_t i = 0; i < n; i++) c->seqs[e[i].seq].len++;
+
+    /* final norm and logits only for the rows asked for, gathered contiguously */
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (e[i].logits) rmsnorm(c->xb + (size_t)n_out++ * E, c->x + (size_t)i * E, m->output_norm, E, hp->norm_eps);
+    if (n_out > 0) tokd_matmul(pool, &m->output, c->xb, E, n_out, logits, hp->n_vocab, c->act);
+    return 0;
+}
+
+int32_t tokd_ctx_n_ctx(const tokd_ctx *c) { return c->p.n_ctx; }
+int32_t tokd_ctx_n_batch(const tokd_ctx *c) { return c->p.n_batch; }
