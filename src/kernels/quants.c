@@ -275,40 +275,35 @@ void tokd_q4_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q4_0 *x = w;
     const tokd_block_q8_0 *y = act;
     float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++)
-        acc[b & 7] += (h2f(x[b].d) * h2f(y[b].d)) * (float)tokd_q4_0_isum(&x[b], &y[b]);
+    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q4_0_term(&x[b], &y[b]);
     *out = tokd_reduce8(acc);
 }
 void tokd_q4_1_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q4_1 *x = w;
     const tokd_block_q8_1 *y = act;
     float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++)
-        acc[b & 7] += (h2f(x[b].d) * h2f(y[b].d)) * (float)tokd_q4_1_isum(&x[b], &y[b]) + h2f(x[b].m) * h2f(y[b].s);
+    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q4_1_term(&x[b], &y[b]);
     *out = tokd_reduce8(acc);
 }
 void tokd_q5_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q5_0 *x = w;
     const tokd_block_q8_0 *y = act;
     float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++)
-        acc[b & 7] += (h2f(x[b].d) * h2f(y[b].d)) * (float)tokd_q5_0_isum(&x[b], &y[b]);
+    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q5_0_term(&x[b], &y[b]);
     *out = tokd_reduce8(acc);
 }
 void tokd_q5_1_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q5_1 *x = w;
     const tokd_block_q8_1 *y = act;
     float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++)
-        acc[b & 7] += (h2f(x[b].d) * h2f(y[b].d)) * (float)tokd_q5_1_isum(&x[b], &y[b]) + h2f(x[b].m) * h2f(y[b].s);
+    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q5_1_term(&x[b], &y[b]);
     *out = tokd_reduce8(acc);
 }
 void tokd_q8_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q8_0 *x = w;
     const tokd_block_q8_0 *y = act;
     float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++)
-        acc[b & 7] += (h2f(x[b].d) * h2f(y[b].d)) * (float)tokd_q8_0_isum(&x[b], &y[b]);
+    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q8_0_term(&x[b], &y[b]);
     *out = tokd_reduce8(acc);
 }
 

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "kernels/types.h"
+#include "util.h"
 
 #define TOKD_QK 32  /* block size of the 32-element formats */
 #define TOKD_QK_K 256 /* super-block size of the K-quants */
@@ -151,6 +152,24 @@ static inline int32_t tokd_q8_0_isum(const tokd_block_q8_0 *x, const tokd_block_
     for (int j = 0; j < 32; j++) s += x->qs[j] * y->qs[j];
     return s;
 }
+/* A block's float term: (dx*dy)*P, plus mx*sy for the formats with a min. */
+#define TOKD_H2F tokd_f16_to_f32
+static inline float tokd_q4_0_term(const tokd_block_q4_0 *x, const tokd_block_q8_0 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q4_0_isum(x, y);
+}
+static inline float tokd_q4_1_term(const tokd_block_q4_1 *x, const tokd_block_q8_1 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q4_1_isum(x, y) + TOKD_H2F(x->m) * TOKD_H2F(y->s);
+}
+static inline float tokd_q5_0_term(const tokd_block_q5_0 *x, const tokd_block_q8_0 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q5_0_isum(x, y);
+}
+static inline float tokd_q5_1_term(const tokd_block_q5_1 *x, const tokd_block_q8_1 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q5_1_isum(x, y) + TOKD_H2F(x->m) * TOKD_H2F(y->s);
+}
+static inline float tokd_q8_0_term(const tokd_block_q8_0 *x, const tokd_block_q8_0 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q8_0_isum(x, y);
+}
+#undef TOKD_H2F
 /* Fixed reduction trees: eight lanes (the 32-element formats: block b goes to lane b%8)
  * and 32 lanes (F32/F16/BF16: element i goes to lane i%32). */
 static inline float tokd_reduce8(const float a[8]) {

@@ -74,6 +74,27 @@ static tokd_type_traits table[] = {
 };
 #undef QROW
 
+/* SIMD implementations per row: NULL where the next-lower path is used. */
+typedef struct {
+    uint32_t id;
+    tokd_vec_dot_fn avx2, avx512, avx512vnni;
+} simd_row;
+static const simd_row simd_rows[] = {
+    {GGML_TYPE_F32, tokd_f32_dot_avx2, NULL, NULL},
+    {GGML_TYPE_F16, tokd_f16_dot_avx2, NULL, NULL},
+    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, NULL, NULL},
+};
+
 /* ---- CPU features and selection -------------------------------------------------- */
 
 static tokd_cpu_features cpu;
@@ -112,10 +133,22 @@ static void kernels_init_once(void) {
     detect_cpu();
     const char *force = getenv("TOKD_KERNELS");
     bool scalar_only = force && strcmp(force, "scalar") == 0;
-    if (!scalar_only && cpu.avx2 && cpu.fma) kernels_path = "avx2";
-    if (!scalar_only && cpu.avx512f && cpu.avx512bw && cpu.avx512vl && !(force && strcmp(force, "avx2") == 0))
-        kernels_path = "avx512";
-    /* SIMD selection per row goes here as SIMD variants are added. */
+    bool avx2 = !scalar_only && cpu.avx2 && cpu.fma && cpu.f16c;
+    bool avx512 = avx2 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl && !(force && strcmp(force, "avx2") == 0);
+    bool vnni = avx512 && cpu.avx512vnni;
+    if (avx2) kernels_path = "avx2";
+    if (avx512) kernels_path = "avx512";
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        tokd_type_traits *t = &table[i];
+        t->vec_dot = t->vec_dot_ref;
+        for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
+            const simd_row *r = &simd_rows[j];
+            if (r->id != t->id) continue;
+            if (avx2 && r->avx2) t->vec_dot = r->avx2;
+            if (avx512 && r->avx512) t->vec_dot = r->avx512;
+            if (vnni && r->avx512vnni) t->vec_dot = r->avx512vnni;
+        }
+    }
 }
 
 void tokd_kernels_init(void) { pthread_once(&init_once, kernels_init_once); }

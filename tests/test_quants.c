@@ -1,0 +1,445 @@
+/* test_quants.c — the weight-type table: layouts, quantisers, dequantisers, and every
+ * SIMD dot product against its scalar reference.
+ *
+ * (a) SIMD == scalar, bit for bit (all paths reduce in the same order, see quants.c),
+ *     for every type and every implementation this CPU can run (AVX2, AVX-512,
+ *     AVX-512 VNNI called directly, not only the selected one), over random and raw
+ *     random-bit blocks, many K, odd row counts.
+ * (b) quantize -> dequantize relative RMS error on Gaussian data within each type's
+ *     bound; activation quantisers' rounding as ggml's.
+ * (c) the golden models: dequantized tensors vs the f32 model's within the type's
+ *     bound, and re-quantizing the f32 tensors reproduces llama.cpp's files byte for
+ *     byte (Q8_0, Q4_0, Q4_K, Q6_K, F16, BF16). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "kernels/quants.h"
+#include "kernels/types.h"
+#include "t.h"
+
+/* ---- deterministic random numbers ---- */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd64(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double rnd_unit(void) { return (double)(rnd64() >> 11) / 9007199254740992.0; }
+static float rnd_gauss(void) {
+    double u = rnd_unit(), v = rnd_unit();
+    if (u < 1e-300) u = 1e-300;
+    return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
+}
+/* Gaussian data with occasional outliers and all-zero stretches, at varying scales. */
+static void fill_data(float *x, int64_t n, int style) {
+    float scale = (float)exp((rnd_unit() - 0.5) * 8);
+    for (int64_t i = 0; i < n; i++) {
+        float v = rnd_gauss() * scale;
+        if (style >= 1 && rnd64() % 97 == 0) v *= 12;
+        if (style >= 2 && (i / 64) % 7 == 3) v = 0;
+        x[i] = v;
+    }
+}
+
+/* ---- the implementations under test ---- */
+typedef struct {
+    uint32_t id;
+    tokd_vec_dot_fn avx2, avx512, avx512vnni;
+} impls;
+static const impls IMPLS[] = {
+    {GGML_TYPE_F32, tokd_f32_dot_avx2, NULL, NULL},
+    {GGML_TYPE_F16, tokd_f16_dot_avx2, NULL, NULL},
+    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_Q8_1, NULL, NULL, NULL},
+    {GGML_TYPE_Q8_K, NULL, NULL, NULL},
+};
+#define N_IMPLS (sizeof IMPLS / sizeof IMPLS[0])
+
+static bool have_avx2(void) { return tokd_cpu()->avx2 && tokd_cpu()->fma && tokd_cpu()->f16c; }
+static bool have_avx512(void) {
+    const tokd_cpu_features *c = tokd_cpu();
+    return have_avx2() && c->avx512f && c->avx512bw && c->avx512vl;
+}
+static bool have_vnni(void) { return have_avx512() && tokd_cpu()->avx512vnni; }
+
+/* Fill a weight row with random bits, keeping every scale a finite fp16 of moderate
+ * size (raw blocks exercise every quant bit pattern, including Q8_0's -128). */
+static uint16_t rnd_half(void) {
+    float v = (float)((rnd_unit() * 2 - 1) * 0.05);
+    return tokd_f32_to_f16(v);
+}
+static void put_half(uint8_t *p, uint16_t h) { memcpy(p, &h, 2); }
+static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K) {
+    size_t nbytes = tokd_row_bytes(t, K);
+    for (size_t i = 0; i < nbytes; i++) row[i] = (uint8_t)rnd64();
+    for (int64_t b = 0; b < K / (int64_t)t->blck; b++) {
+        uint8_t *blk = row + (size_t)b * t->bytes;
+        switch (t->id) {
+        case GGML_TYPE_F16: put_half(blk, rnd_half()); break;
+        case GGML_TYPE_BF16: {
+            uint16_t h = tokd_f32_to_bf16((float)(rnd_unit() * 2 - 1));
+            memcpy(blk, &h, 2);
+            break;
+        }
+        case GGML_TYPE_F32: {
+            float f = (float)(rnd_unit() * 2 - 1);
+            memcpy(blk, &f, 4);
+            break;
+        }
+        case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: case GGML_TYPE_Q8_0: put_half(blk, rnd_half()); break;
+        case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_1: put_half(blk, rnd_half()), put_half(blk + 2, rnd_half()); break;
+        case GGML_TYPE_Q2_K: put_half(blk + 80, rnd_half()), put_half(blk + 82, rnd_half()); break;
+        case GGML_TYPE_Q3_K: put_half(blk + 108, rnd_half()); break;
+        case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: put_half(blk, rnd_half()), put_half(blk + 2, rnd_half()); break;
+        case GGML_TYPE_Q6_K: put_half(blk + 208, rnd_half()); break;
+        }
+    }
+}
+/* Activation blocks with random bits, qs in [-127, 127] as every quantiser produces,
+ * and consistent Q8_1 sums / Q8_K bsums. */
+static void fill_raw_act(const tokd_type_traits *a, uint8_t *row, int64_t K) {
+    if (a->id == GGML_TYPE_F32) {
+        float *f = (float *)row;
+        for (int64_t i = 0; i < K; i++) f[i] = (float)(rnd_unit() * 2 - 1);
+        return;
+    }
+    for (int64_t b = 0; b < K / (int64_t)a->blck; b++) {
+        uint8_t *blk = row + (size_t)b * a->bytes;
+        if (a->id == GGML_TYPE_Q8_K) {
+            tokd_block_q8_K *q = (tokd_block_q8_K *)blk;
+            q->d = (float)((rnd_unit() * 2 - 1) * 0.01);
+            for (int j = 0; j < 256; j++) q->qs[j] = (int8_t)(rnd64() % 3 == 0 ? (rnd64() & 1 ? 127 : -127) : (int)(rnd64() % 255) - 127);
+            for (int g = 0; g < 16; g++) {
+                int s = 0;
+                for (int l = 0; l < 16; l++) s += q->qs[16 * g + l];
+                q->bsums[g] = (int16_t)s;
+            }
+        } else {
+            int off = a->id == GGML_TYPE_Q8_1 ? 4 : 2;
+            put_half(blk, rnd_half());
+            int s = 0;
+            for (int j = 0; j < 32; j++) {
+                int v = rnd64() % 3 == 0 ? (rnd64() & 1 ? 127 : -127) : (int)(rnd64() % 255) - 127;
+                blk[off + j] = (uint8_t)(int8_t)v;
+                s += v;
+            }
+            if (off == 4) put_half(blk + 2, tokd_f32_to_f16(tokd_f16_to_f32(rnd_half()) * (float)s));
+        }
+    }
+}
+
+static int64_t n_dot_checks, n_dot_mismatch;
+static void check_dot(const char *what, const tokd_type_traits *t, tokd_vec_dot_fn fn, int64_t K, const uint8_t *W,
+                      int rows, const uint8_t *A) {
+    size_t rb = tokd_row_bytes(t, K);
+    for (int r = 0; r < rows; r++) {
+        float ref = NAN, got = NAN;
+        t->vec_dot_ref(K, &ref, W + (size_t)r * rb, A);
+        fn(K, &got, W + (size_t)r * rb, A);
+        n_dot_checks++;
+        if (memcmp(&ref, &got, 4) != 0) {
+            if (n_dot_mismatch++ < 10)
+                fprintf(stderr, "  %s %s K=%lld row %d: ref %.9g got %.9g\n", t->name, what, (long long)K, r, ref, got);
+        }
+    }
+}
+
+/* (a) every SIMD path bit-equal to the scalar reference. */
+static void test_simd_equals_scalar(void) {
+    static const int64_t Ks32[] = {32, 64, 96, 224, 256, 288, 480, 1024, 4096 + 96};
+    static const int64_t KsK[] = {256, 512, 768, 2304, 4096 + 256};
+    static const int64_t Ksf[] = {1, 7, 31, 32, 33, 100, 257, 4096 + 5};
+    static const int rows_list[] = {1, 3, 7, 13};
+    for (size_t ti = 0; ti < N_IMPLS; ti++) {
+        const tokd_type_traits *t = tokd_type_get(IMPLS[ti].id);
+        CHECK(t != NULL, "type %u missing", IMPLS[ti].id);
+        if (!t) continue;
+        const tokd_type_traits *a = tokd_type_get(t->vec_dot_type);
+        const int64_t *Ks = t->blck == 256 ? KsK : t->blck == 32 ? Ks32 : Ksf;
+        size_t nK = t->blck == 256 ? sizeof KsK / 8 : t->blck == 32 ? sizeof Ks32 / 8 : sizeof Ksf / 8;
+        int64_t before_checks = n_dot_checks, before_mis = n_dot_mismatch;
+        for (size_t ki = 0; ki < nK; ki++) {
+            int64_t K = Ks[ki];
+            for (int trial = 0; trial < 3; trial++) {
+                int rows = rows_list[(ki + (size_t)trial) % 4];
+                size_t rb = tokd_row_bytes(t, K);
+                uint8_t *W = malloc(rb * (size_t)rows);
+                uint8_t *A = malloc(tokd_row_bytes(a, K) + 64);
+                float *f = malloc(sizeof(float) * (size_t)K);
+                if (trial == 0) { /* quantised from data, as in a model */
+                    for (int r = 0; r < rows; r++) {
+                        fill_data(f, K, r % 3);
+                        t->from_float(f, W + (size_t)r * rb, K);
+                    }
+                    fill_data(f, K, 1);
+                    a->from_float(f, A, K);
+                } else { /* raw random bits */
+                    for (int r = 0; r < rows; r++) fill_raw_weights(t, W + (size_t)r * rb, K);
+                    fill_raw_act(a, A, K);
+                }
+                if (IMPLS[ti].avx2 && have_avx2()) check_dot("avx2", t, IMPLS[ti].avx2, K, W, rows, A);
+                if (IMPLS[ti].avx512 && have_avx512()) check_dot("avx512", t, IMPLS[ti].avx512, K, W, rows, A);
+                if (IMPLS[ti].avx512vnni && have_vnni()) check_dot("avx512vnni", t, IMPLS[ti].avx512vnni, K, W, rows, A);
+                check_dot("selected", t, t->vec_dot, K, W, rows, A);
+                free(W), free(A), free(f);
+            }
+        }
+        CHECK(n_dot_mismatch == before_mis, "%s: %lld of %lld SIMD dot products differ from the scalar reference",
+              t->name, (long long)(n_dot_mismatch - before_mis), (long long)(n_dot_checks - before_checks));
+    }
+    printf("dot products compared: %lld\n", (long long)n_dot_checks);
+}
+
+/* The selected path is the best this CPU has. */
+static void test_selection(void) {
+    const char *path = tokd_kernels_path();
+    const char *force = getenv("TOKD_KERNELS");
+    if (force) return;
+    if (have_avx512())
+        CHECK(strcmp(path, "avx512") == 0, "path %s on an AVX-512 machine", path);
+    else if (have_avx2())
+        CHECK(strcmp(path, "avx2") == 0, "path %s on an AVX2 machine", path);
+    for (size_t ti = 0; ti < N_IMPLS; ti++) {
+        const tokd_type_traits *t = tokd_type_get(IMPLS[ti].id);
+        tokd_vec_dot_fn want = t->vec_dot_ref;
+        if (have_avx2() && IMPLS[ti].avx2) want = IMPLS[ti].avx2;
+        if (have_avx512() && IMPLS[ti].avx512) want = IMPLS[ti].avx512;
+        if (have_vnni() && IMPLS[ti].avx512vnni) want = IMPLS[ti].avx512vnni;
+        CHECK(t->vec_dot == want, "%s: selected implementation is not the best available", t->name);
+    }
+}
+
+/* Geometry agrees with the GGUF reader's table. */
+static void test_geometry(void) {
+    for (size_t ti = 0; ti < N_IMPLS; ti++) {
+        const tokd_type_traits *t = tokd_type_get(IMPLS[ti].id);
+        uint32_t blck = 0, bytes = 0;
+        CHECK(ggml_type_geometry(t->id, &blck, &bytes), "%s unknown to gguf", t->name);
+        CHECK(blck == t->blck && bytes == t->bytes, "%s: geometry %u/%u vs gguf %u/%u", t->name, t->blck, t->bytes, blck,
+              bytes);
+        CHECK(tokd_type_get(t->vec_dot_type) != NULL, "%s: activation type missing", t->name);
+    }
+    CHECK(tokd_type_get(GGML_TYPE_Q4_0)->vec_dot_type == GGML_TYPE_Q8_0, "q4_0 act");
+    CHECK(tokd_type_get(GGML_TYPE_Q5_0)->vec_dot_type == GGML_TYPE_Q8_0, "q5_0 act");
+    CHECK(tokd_type_get(GGML_TYPE_Q8_0)->vec_dot_type == GGML_TYPE_Q8_0, "q8_0 act");
+    CHECK(tokd_type_get(GGML_TYPE_Q4_1)->vec_dot_type == GGML_TYPE_Q8_1, "q4_1 act");
+    CHECK(tokd_type_get(GGML_TYPE_Q5_1)->vec_dot_type == GGML_TYPE_Q8_1, "q5_1 act");
+    uint32_t kq[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    for (int i = 0; i < 5; i++) CHECK(tokd_type_get(kq[i])->vec_dot_type == GGML_TYPE_Q8_K, "k-quant act");
+}
+
+/* (b) quantize -> dequantize error, relative RMS, on Gaussian data (with outliers). */
+static void test_roundtrip_error(void) {
+    /* relative RMSE bounds: Gaussian data; Gaussian with 1% outliers x12 (and zeros) */
+    static const struct {
+        uint32_t id;
+        double bound, bound_outliers;
+    } B[] = {
+        {GGML_TYPE_F16, 0.0005, 0.0005}, {GGML_TYPE_BF16, 0.004, 0.004}, {GGML_TYPE_Q8_0, 0.007, 0.013},
+        {GGML_TYPE_Q8_1, 0.007, 0.013},  {GGML_TYPE_Q8_K, 0.008, 0.028}, {GGML_TYPE_Q6_K, 0.021, 0.035},
+        {GGML_TYPE_Q5_0, 0.05, 0.10},    {GGML_TYPE_Q5_1, 0.045, 0.062}, {GGML_TYPE_Q5_K, 0.042, 0.06},
+        {GGML_TYPE_Q4_0, 0.10, 0.19},    {GGML_TYPE_Q4_1, 0.09, 0.125},  {GGML_TYPE_Q4_K, 0.082, 0.115},
+        {GGML_TYPE_Q3_K, 0.175, 0.225},  {GGML_TYPE_Q2_K, 0.34, 0.37},
+    };
+    const int64_t n = 256 * 64;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    uint8_t *q = malloc((size_t)n * 4);
+    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {
+        const tokd_type_traits *t = tokd_type_get(B[i].id);
+        double rel[3];
+        for (int style = 0; style < 3; style++) {
+            fill_data(x, n, style);
+            t->from_float(x, q, n);
+            t->to_float(q, y, n);
+            double se = 0, ss = 0;
+            for (int64_t k = 0; k < n; k++) se += (double)(x[k] - y[k]) * (x[k] - y[k]), ss += (double)x[k] * x[k];
+            rel[style] = sqrt(se / ss);
+        }
+        printf("roundtrip %-5s rel RMSE: gaussian %.5f (bound %.4f), with outliers %.5f, %.5f (bound %.4f)\n", t->name,
+               rel[0], B[i].bound, rel[1], rel[2], B[i].bound_outliers);
+        CHECK(rel[0] <= B[i].bound, "%s: quantize->dequantize relative RMSE %.5f > %.4f", t->name, rel[0], B[i].bound);
+        CHECK(rel[1] <= B[i].bound_outliers && rel[2] <= B[i].bound_outliers,
+              "%s: with outliers, relative RMSE %.5f/%.5f > %.4f", t->name, rel[1], rel[2], B[i].bound_outliers);
+        /* all-zero input: zero scales, exact zeros back, dot products zero */
+        memset(x, 0, sizeof(float) * 512);
+        t->from_float(x, q, 512);
+        t->to_float(q, y, 512);
+        int nz = 0;
+        for (int k = 0; k < 512; k++) nz += y[k] != 0;
+        CHECK(nz == 0, "%s: zeros do not round-trip", t->name);
+    }
+    /* non-finite input must not crash (values are unspecified) */
+    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {
+        const tokd_type_traits *t = tokd_type_get(B[i].id);
+        fill_data(x, 512, 0);
+        x[3] = NAN, x[300] = INFINITY, x[301] = -INFINITY;
+        t->from_float(x, q, 512);
+        t->to_float(q, y, 512);
+    }
+    free(x), free(y), free(q);
+}
+
+/* Activation quantisers round as ggml's CPU backend. */
+static void test_activation_rounding(void) {
+    float x[256];
+    /* amax = 127 -> multiplier exactly 1: ties go to even (2.5 -> 2, 3.5 -> 4, -2.5 -> -2) */
+    for (int i = 0; i < 32; i++) x[i] = 0;
+    x[0] = 127, x[1] = 2.5f, x[2] = 3.5f, x[3] = -2.5f, x[4] = 0.5f, x[5] = 1.5f;
+    tokd_block_q8_0 b;
+    tokd_q8_0_from_float(x, &b, 32);
+    CHECK(b.qs[0] == 127 && b.qs[1] == 2 && b.qs[2] == 4 && b.qs[3] == -2 && b.qs[4] == 0 && b.qs[5] == 2,
+          "q8_0 activation rounding: %d %d %d %d %d %d", b.qs[0], b.qs[1], b.qs[2], b.qs[3], b.qs[4], b.qs[5]);
+    CHECK(tokd_f16_to_f32(b.d) == 1.0f, "q8_0 d");
+    /* the file quantiser rounds half away from zero */
+    tokd_q8_0_from_float_ref(x, &b, 32);
+    CHECK(b.qs[1] == 3 && b.qs[2] == 4 && b.qs[3] == -3 && b.qs[4] == 1, "q8_0 file rounding: %d %d %d %d", b.qs[1],
+          b.qs[2], b.qs[3], b.qs[4]);
+    tokd_block_q8_1 b1;
+    tokd_q8_1_from_float(x, &b1, 32);
+    CHECK(tokd_f16_to_f32(b1.s) == 127 + 2 + 4 - 2 + 0 + 2, "q8_1 sum %g", tokd_f16_to_f32(b1.s));
+    /* Q8_K: the largest magnitude maps to -127 (sign folded into d), sums per 16 */
+    for (int i = 0; i < 256; i++) x[i] = (float)((i % 17) - 8) * 0.25f;
+    x[40] = 10.0f;
+    tokd_block_q8_K k;
+    tokd_q8_K_from_float(x, &k, 256);
+    CHECK(k.qs[40] == -127 && k.d < 0, "q8_K max -> -127 (got %d, d %g)", k.qs[40], k.d);
+    int ok = 1;
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int l = 0; l < 16; l++) s += k.qs[16 * g + l];
+        ok &= s == k.bsums[g];
+    }
+    CHECK(ok, "q8_K bsums");
+    x[40] = -10.0f;
+    tokd_q8_K_from_float(x, &k, 256);
+    CHECK(k.qs[40] == -127 && k.d > 0, "q8_K negative max -> -127");
+}
+
+/* Quantised dot product (weights and activations quantised) vs the exact dot product of
+ * the original Gaussian data: RMS over 20 pairs of the error relative to the typical
+ * magnitude of such a dot product, |w||x|/sqrt(K). */
+static void test_dot_accuracy(void) {
+    static const struct {
+        uint32_t id;
+        double bound;
+    } B[] = {{GGML_TYPE_F32, 1e-6},  {GGML_TYPE_F16, 5e-4},  {GGML_TYPE_BF16, 3e-3}, {GGML_TYPE_Q8_0, 0.012},
+             {GGML_TYPE_Q4_0, 0.07},  {GGML_TYPE_Q4_1, 0.09},  {GGML_TYPE_Q5_0, 0.05}, {GGML_TYPE_Q5_1, 0.065},
+             {GGML_TYPE_Q2_K, 0.42},  {GGML_TYPE_Q3_K, 0.17},  {GGML_TYPE_Q4_K, 0.095}, {GGML_TYPE_Q5_K, 0.04},
+             {GGML_TYPE_Q6_K, 0.03}};
+    const int64_t K = 4096;
+    float *w = malloc(sizeof(float) * K), *x = malloc(sizeof(float) * K);
+    uint8_t *qw = malloc((size_t)K * 4), *qa = malloc((size_t)K * 4 + 64);
+    for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {
+        const tokd_type_traits *t = tokd_type_get(B[i].id), *a = tokd_type_get(t->vec_dot_type);
+        double se = 0;
+        for (int trial = 0; trial < 20; trial++) {
+            fill_data(w, K, 0);
+            fill_data(x, K, 0);
+            double exact = 0, norm = 0, nw = 0, nx = 0;
+            for (int64_t k = 0; k < K; k++) exact += (double)w[k] * x[k], nw += (double)w[k] * w[k], nx += (double)x[k] * x[k];
+            norm = sqrt(nw * nx) / sqrt((double)K); /* typical size of a dot of unrelated vectors */
+            t->from_float(w, qw, K);
+            a->from_float(x, qa, K);
+            float got;
+            t->vec_dot(K, &got, qw, qa);
+            se += ((got - exact) / norm) * ((got - exact) / norm);
+        }
+        double rms = sqrt(se / 20);
+        printf("dot %-5s rms error %.5f of the typical magnitude (bound %.4f)\n", t->name, rms, B[i].bound);
+        CHECK(rms <= B[i].bound, "%s: dot rms error %.4f of the typical magnitude > %.4f", t->name, rms, B[i].bound);
+    }
+    free(w), free(x), free(qw), free(qa);
+}
+
+/* (c) the golden models. */
+static void test_golden_models(void) {
+    char path[1024];
+    tokd_err err;
+    snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
+    gguf_file *ref = gguf_open(path, &err);
+    CHECK(ref != NULL, "open %s: %s", path, err.msg);
+    if (!ref) return;
+    static const struct {
+        const char *model;
+        uint32_t type;
+        double bound;
+    } C[] = {{"Q8_0", GGML_TYPE_Q8_0, 0.008}, {"Q4_0", GGML_TYPE_Q4_0, 0.12}, {"Q4_0", GGML_TYPE_Q6_K, 0.025},
+             {"Q4_K_M", GGML_TYPE_Q4_K, 0.09}, {"Q4_K_M", GGML_TYPE_Q6_K, 0.025}, {"F16", GGML_TYPE_F16, 0.0005},
+             {"BF16", GGML_TYPE_BF16, 0.004}};
+    for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
+        snprintf(path, sizeof path, "%s/models/tiny-llama-%s.gguf", t_shared(), C[c].model);
+        gguf_file *q = gguf_open(path, &err);
+        CHECK(q != NULL, "open %s: %s", path, err.msg);
+        if (!q) continue;
+        int n_tensors = 0;
+        size_t blocks = 0, differing = 0;
+        double worst = 0;
+        for (uint64_t i = 0; i < q->n_tensors; i++) {
+            const gguf_tensor *tq = &q->tensors[i];
+            if (tq->type != C[c].type) continue;
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)tq->name.len, tq->name.ptr);
+            const gguf_tensor *tr = gguf_find_tensor(ref, name);
+            CHECK(tr && tr->type == GGML_TYPE_F32, "%s missing from the f32 model", name);
+            if (!tr || tr->type != GGML_TYPE_F32) continue;
+            const tokd_type_traits *t = tokd_type_get(tq->type);
+            int64_t ne = (int64_t)(tr->nbytes / 4);
+            float *deq = malloc(sizeof(float) * (size_t)ne);
+            t->to_float(tq->data, deq, ne);
+            const float *f = tr->data;
+            double se = 0, ss = 0;
+            for (int64_t k = 0; k < ne; k++) se += (double)(deq[k] - f[k]) * (deq[k] - f[k]), ss += (double)f[k] * f[k];
+            double rel = sqrt(se / ss);
+            if (rel > worst) worst = rel;
+            /* re-quantize: the file quantiser must reproduce llama.cpp's bytes */
+            uint8_t *rq = malloc(tq->nbytes);
+            if (tq->type == GGML_TYPE_Q8_0)
+                tokd_q8_0_from_float_ref(f, rq, ne);
+            else
+                t->from_float(f, rq, ne);
+            for (size_t b = 0; b < tq->nbytes / t->bytes; b++)
+                differing += memcmp(rq + b * t->bytes, (const uint8_t *)tq->data + b * t->bytes, t->bytes) != 0;
+            blocks += tq->nbytes / t->bytes;
+            n_tensors++;
+            free(deq), free(rq);
+        }
+        const char *tn = tokd_type_get(C[c].type)->name;
+        printf("golden %-6s %-4s: %d tensors, dequant rel RMSE <= %.5f (bound %.4f), re-quantized blocks differing %zu/%zu\n",
+               C[c].model, tn, n_tensors, worst, C[c].bound, differing, blocks);
+        CHECK(n_tensors > 0, "%s: no %s tensors", C[c].model, tn);
+        CHECK(worst <= C[c].bound, "%s %s: dequantized vs f32 rel RMSE %.5f > %.4f", C[c].model, tn, worst, C[c].bound);
+        CHECK(differing == 0, "%s %s: %zu of %zu re-quantized blocks differ from llama.cpp's", C[c].model, tn, differing,
+              blocks);
+        gguf_close(q);
+    }
+    gguf_close(ref);
+}
+
+int main(void) {
+    tokd_kernels_init();
+    const tokd_cpu_features *c = tokd_cpu();
+    printf("cpu: avx2 %d fma %d f16c %d avx512f %d bw %d vl %d vnni %d; selected path %s\n", c->avx2, c->fma, c->f16c,
+           c->avx512f, c->avx512bw, c->avx512vl, c->avx512vnni, tokd_kernels_path());
+    test_geometry();
+    test_selection();
+    test_simd_equals_scalar();
+    test_roundtrip_error();
+    test_activation_rounding();
+    test_dot_accuracy();
+    test_golden_models();
+    T_DONE();
+}
