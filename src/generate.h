@@ -44,8 +44,4 @@ typedef struct {
 int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32_t n_prompt,
                   const tokd_gen_params *p, tokd_gen_stats *stats, tokd_err *err);
 
-/* The context's limits, for callers that size prompts. */
-int32_t tokd_ctx_n_ctx(const tokd_ctx *c);
-int32_t tokd_ctx_n_batch(const tokd_ctx *c);
-
 #endif

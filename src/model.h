@@ -37,4 +37,15 @@ struct tokd_model {
     uint64_t weight_bytes;
 };
 
+/* Internal access to a context's paged KV cache, for the engine's prefix cache and
+ * scheduler (forward.c). A sequence's table may be edited between tokd_forward calls:
+ * blocks shared from the prefix cache are attached with tokd_kv_block_ref, and len set
+ * to the number of positions they hold. */
+#include "kvcache.h"
+tokd_kv *tokd_ctx_kv(tokd_ctx *c);
+tokd_seq_table *tokd_ctx_seq(tokd_ctx *c, int32_t seq);
+int32_t tokd_ctx_n_seq(const tokd_ctx *c);
+int32_t tokd_ctx_n_ctx(const tokd_ctx *c);
+int32_t tokd_ctx_n_batch(const tokd_ctx *c);
+
 #endif
