@@ -1,0 +1,75 @@
+/* tiny_model.h — builds a small but complete llama GGUF model in memory for tests of
+ * hostile input: the stories260K tokenizer metadata (512 tokens) and random F32
+ * weights of a 1-layer, dim-8 model, ~25 KB in all. */
+#ifndef TOKD_TINY_MODEL_H
+#define TOKD_TINY_MODEL_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+
+static void tiny_add_matrix(gguf_writer *w, const char *name, uint64_t k, uint64_t n, uint64_t *seed) {
+    uint64_t ne[2] = {k, n};
+    float *d = malloc(sizeof(float) * k * n);
+    for (uint64_t i = 0; i < k * n; i++) {
+        *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+        d[i] = ((float)(*seed >> 40) / (float)(1 << 24) - 0.5f) * 0.5f;
+    }
+    gguf_writer_add_tensor(w, name, 0, n > 1 ? 2 : 1, ne, d, sizeof(float) * k * n);
+    free(d);
+}
+
+static void tiny_add_ones(gguf_writer *w, const char *name, uint64_t n) {
+    uint64_t ne[1] = {n};
+    float *d = malloc(sizeof(float) * n);
+    for (uint64_t i = 0; i < n; i++) d[i] = 1.0f;
+    gguf_writer_add_tensor(w, name, 0, 1, ne, d, sizeof(float) * n);
+    free(d);
+}
+
+/* Returns a malloc'd GGUF image, or NULL if the shared vocabulary is missing. */
+static uint8_t *tiny_model_build(const char *shared, uint64_t *size) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared);
+    tokd_err err;
+    gguf_file *src = gguf_open(path, &err);
+    if (!src) return NULL;
+    gguf_writer *w = gguf_writer_new();
+    gguf_writer_set_str(w, "general.architecture", "llama");
+    gguf_writer_set_str(w, "general.name", "tiny-test");
+    gguf_writer_set_u32(w, "llama.context_length", 64);
+    gguf_writer_set_u32(w, "llama.embedding_length", 8);
+    gguf_writer_set_u32(w, "llama.block_count", 1);
+    gguf_writer_set_u32(w, "llama.feed_forward_length", 16);
+    gguf_writer_set_u32(w, "llama.attention.head_count", 2);
+    gguf_writer_set_u32(w, "llama.attention.head_count_kv", 1);
+    gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    for (uint64_t i = 0; i < src->n_kv; i++)
+        if (src->kv[i].key.len > 10 && memcmp(src->kv[i].key.ptr, "tokenizer.", 10) == 0) gguf_writer_copy_kv(w, &src->kv[i]);
+    uint64_t seed = 7;
+    tiny_add_matrix(w, "token_embd.weight", 8, 512, &seed);
+    tiny_add_ones(w, "output_norm.weight", 8);
+    tiny_add_ones(w, "blk.0.attn_norm.weight", 8);
+    tiny_add_ones(w, "blk.0.ffn_norm.weight", 8);
+    tiny_add_matrix(w, "blk.0.attn_q.weight", 8, 8, &seed);
+    tiny_add_matrix(w, "blk.0.attn_k.weight", 8, 4, &seed);
+    tiny_add_matrix(w, "blk.0.attn_v.weight", 8, 4, &seed);
+    tiny_add_matrix(w, "blk.0.attn_output.weight", 8, 8, &seed);
+    tiny_add_matrix(w, "blk.0.ffn_gate.weight", 8, 16, &seed);
+    tiny_add_matrix(w, "blk.0.ffn_up.weight", 8, 16, &seed);
+    tiny_add_matrix(w, "blk.0.ffn_down.weight", 16, 8, &seed);
+    uint8_t *buf = NULL;
+    gguf_writer_to_buffer(w, &buf, size, &err);
+    gguf_writer_free(w);
+    gguf_close(src);
+    return buf;
+}
+
+static int tiny_write_file(const char *path, const uint8_t *buf, uint64_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t wrote = fwrite(buf, 1, (size_t)n, f);
+    return (fclose(f) == 0 && wrote == n) ? 0 : -1;
+}
+#endif
