@@ -1,0 +1,299 @@
+/* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
+ * the golden generation of `tokd run`, `tokd logits` against the golden logits,
+ * `tokd info`, and hostile input — truncated and corrupted model files, bad options,
+ * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
+ * never a crash or a hang. */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "t.h"
+#include "tiny_model.h"
+
+typedef struct {
+    int exited, code, signaled;
+    tokd_buf out, err;
+} proc_result;
+
+static void drain(int fd, tokd_buf *b) {
+    char tmp[4096];
+    ssize_t n;
+    while ((n = read(fd, tmp, sizeof tmp)) > 0) tokd_buf_append(b, tmp, (size_t)n);
+}
+
+/* Run argv with a 60 s limit; stdout and stderr captured. */
+static void run(char *const argv[], proc_result *r) {
+    memset(r, 0, sizeof *r);
+    char outp[] = "/tmp/tokd-cli-outXXXXXX", errp[] = "/tmp/tokd-cli-errXXXXXX";
+    int of = mkstemp(outp), ef = mkstemp(errp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        dup2(of, 1);
+        dup2(ef, 2);
+        alarm(60);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    r->exited = WIFEXITED(st);
+    r->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->signaled = WIFSIGNALED(st);
+    lseek(of, 0, SEEK_SET);
+    lseek(ef, 0, SEEK_SET);
+    drain(of, &r->out);
+    drain(ef, &r->err);
+    close(of);
+    close(ef);
+    unlink(outp);
+    unlink(errp);
+    tokd_buf_append(&r->out, "", 0);
+    tokd_buf_append(&r->err, "", 0);
+}
+
+static void proc_free(proc_result *r) {
+    tokd_buf_free(&r->out);
+    tokd_buf_free(&r->err);
+}
+
+static int count_lines(const tokd_buf *b) {
+    int n = 0;
+    for (size_t i = 0; i < b->len; i++) n += b->data[i] == '\n';
+    if (b->len && b->data[b->len - 1] != '\n') n++;
+    return n;
+}
+
+/* A failure as the contract says: exit 1 or 2, not a signal, one non-empty stderr line. */
+static int clean_failure(const proc_result *r) {
+    return r->exited && (r->code == 1 || r->code == 2) && count_lines(&r->err) == 1 && r->err.len > 10;
+}
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    b[*n] = 0;
+    return b;
+}
+
+static const char *tokd;
+static char model[512];
+
+static void test_run_golden(void) {
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s/golden/stories260K.p1.json", t_shared());
+    size_t n;
+    char *js = slurp(gpath, &n);
+    cJSON *j = cJSON_Parse(js);
+    cJSON *gt = cJSON_GetObjectItem(j, "greedy_tokens");
+    const char *hex = cJSON_GetObjectItem(j, "greedy_text_hex")->valuestring;
+    /* expected: the text of the first 40 golden tokens, through our detokenizer */
+    tokd_err err;
+    tokd_model *m = tokd_model_load(model, &err);
+    tokd_detok *d = tokd_detok_new(m->tok);
+    tokd_buf want = {0};
+    for (int i = 0; i < 40; i++) tokd_detok_push(d, cJSON_GetArrayItem(gt, i)->valueint, &want);
+    tokd_detok_flush(d, &want);
+    tokd_buf_append(&want, "", 0);
+    size_t hl = strlen(hex);
+    char *full = malloc(hl / 2 + 1);
+    for (size_t i = 0; i < hl / 2; i++) sscanf(hex + 2 * i, "%2hhx", (unsigned char *)&full[i]);
+    full[hl / 2] = 0;
+    CHECK(want.len > 20 && strncmp(full, want.data, want.len) == 0, "golden text starts with the text of its first 40 tokens");
+
+    char *argv[] = {(char *)tokd, "run", "-m", model, "-p", "Once upon a time", "-n", "40", "--temp", "0", NULL};
+    proc_result r;
+    run(argv, &r);
+    CHECK(r.exited && r.code == 0, "tokd run exits 0 (%d): %s", r.code, r.err.data);
+    CHECK(r.out.len == want.len && memcmp(r.out.data, want.data, want.len) == 0,
+          "tokd run prints exactly the golden text:\n got  '%s'\n want '%s'", r.out.data, want.data);
+    CHECK(strstr(r.err.data, "time to first token") && strstr(r.err.data, "prompt") && strstr(r.err.data, "p99"),
+          "timings on stderr: %s", r.err.data);
+    proc_free(&r);
+
+    /* a stop string: never emitted, generation ends there */
+    char *argv2[] = {(char *)tokd, "run", "-m", model, "-p", "Once upon a time", "-n", "40", "--temp", "0", "--stop", "Lily", NULL};
+    run(argv2, &r);
+    CHECK(r.code == 0 && strcmp(r.out.data, ", there was a little girl named ") == 0, "stop string: '%s'", r.out.data);
+    proc_free(&r);
+
+    free(full);
+    tokd_buf_free(&want);
+    tokd_detok_free(d);
+    tokd_model_free(m);
+    cJSON_Delete(j);
+    free(js);
+}
+
+static void test_logits(void) {
+    char out[] = "/tmp/tokd-logitsXXXXXX";
+    int fd = mkstemp(out);
+    close(fd);
+    char *argv[] = {(char *)tokd, "logits", "-m", model, "-p", "Once upon a time", "-o", out, NULL};
+    proc_result r;
+    run(argv, &r);
+    CHECK(r.code == 0, "tokd logits exits 0: %s", r.err.data);
+    size_t n, gn;
+    float *ours = (float *)slurp(out, &n);
+    char gpath[512];
+    snprintf(gpath, sizeof gpath, "%s/golden/stories260K.p1.logits.f32", t_shared());
+    float *gold = (float *)slurp(gpath, &gn);
+    CHECK(ours && n == gn && n == 5 * 512 * sizeof(float), "logits file is 5 x 512 floats (%zu bytes)", n);
+    if (ours && n == gn) {
+        double maxdiff = 0;
+        for (size_t i = 0; i < n / 4; i++) maxdiff = fmax(maxdiff, fabs((double)ours[i] - gold[i]));
+        /* llama.cpp keeps K/V in F16: ~1e-2 absolute on logits of magnitude ~20 */
+        CHECK(maxdiff < 0.05, "logits within 0.05 of the golden (max diff %g)", maxdiff);
+    }
+    free(ours);
+    free(gold);
+    unlink(out);
+    proc_free(&r);
+}
+
+static void test_info(void) {
+    proc_result r;
+    char *argv[] = {(char *)tokd, "info", "-m", model, NULL};
+    run(argv, &r);
+    CHECK(r.code == 0 && strstr(r.out.data, "architecture llama") && strstr(r.out.data, "KV cache per token") &&
+              strstr(r.out.data, "5 layers, dim 64, 8 heads (4 KV heads"),
+          "tokd info: %s", r.out.data);
+    proc_free(&r);
+    char vocab[512];
+    snprintf(vocab, sizeof vocab, "%s/vocab/ggml-vocab-gpt-2.gguf", t_shared());
+    char *argv2[] = {(char *)tokd, "info", "-m", vocab, NULL};
+    run(argv2, &r);
+    CHECK(r.code == 0 && strstr(r.out.data, "vocabulary only") && strstr(r.out.data, "gpt2"), "info on a vocab file: %s", r.out.data);
+    proc_free(&r);
+}
+
+static void test_bad_options(void) {
+    struct { char *argv[12]; const char *what; } cases[] = {
+        {{(char *)tokd, "run", "-m", "/nonexistent.gguf", "-p", "x", NULL}, "missing model"},
+        {{(char *)tokd, "run", "-m", model, NULL}, "missing prompt"},
+        {{(char *)tokd, "run", "-m", model, "-p", "x", "-n", "abc", NULL}, "bad -n"},
+        {{(char *)tokd, "run", "-m", model, "-p", "x", "--temp", "-1", NULL}, "negative temp"},
+        {{(char *)tokd, "run", "-m", model, "-p", "x", "--top-p", "2", NULL}, "top-p > 1"},
+        {{(char *)tokd, "run", "-m", model, "-p", "x", "--bogus", NULL}, "unknown option"},
+        {{(char *)tokd, "run", "-m", model, "-p", "x", "-t", NULL}, "missing value"},
+        {{(char *)tokd, "info", NULL}, "info without model"},
+        {{(char *)tokd, "logits", "-m", model, "-p", "x", NULL}, "logits without -o"},
+        {{(char *)tokd, "frobnicate", NULL}, "unknown command"},
+        {{(char *)tokd, "info", "-m", "/tmp", NULL}, "a directory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        proc_result r;
+        run(cases[i].argv, &r);
+        CHECK(clean_failure(&r), "%s: exit %d, stderr '%s'", cases[i].what, r.code, r.err.data);
+        proc_free(&r);
+    }
+    /* invalid UTF-8 and an empty prompt never crash */
+    char *bad[] = {(char *)tokd, "run", "-m", model, "-p", "\xff\xfe\xc3(\xe2\x82", "-n", "5", NULL};
+    proc_result r;
+    run(bad, &r);
+    CHECK(r.exited && r.code == 0, "invalid UTF-8 prompt runs (%d): %s", r.code, r.err.data);
+    proc_free(&r);
+    char *empty[] = {(char *)tokd, "run", "-m", model, "-p", "", "-n", "5", NULL};
+    run(empty, &r);
+    CHECK(r.exited && (r.code == 0 || clean_failure(&r)), "empty prompt: %d %s", r.code, r.err.data);
+    proc_free(&r);
+}
+
+static void test_bad_files(void) {
+    uint64_t size;
+    uint8_t *buf = tiny_model_build(t_shared(), &size);
+    CHECK(buf != NULL, "tiny model");
+    if (!buf) return;
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/tokd-cli-bad-%d.gguf", (int)getpid());
+    gguf_file *f = gguf_open_buffer(buf, size, NULL);
+    uint64_t meta_end = f->data_offset;
+    gguf_close(f);
+    int ok = 0, total = 0;
+    /* 40 truncation lengths spread over the file, including 0..8 */
+    for (int k = 0; k < 40; k++) {
+        uint64_t L = k < 9 ? (uint64_t)k : (size - 1) * (uint64_t)(k - 8) / 32;
+        if (L >= size) L = size - 1;
+        tiny_write_file(path, buf, L);
+        char *info[] = {(char *)tokd, "info", "-m", path, NULL};
+        char *runv[] = {(char *)tokd, "run", "-m", path, "-p", "hi", "-n", "2", NULL};
+        proc_result a, b;
+        run(info, &a);
+        run(runv, &b);
+        int good = clean_failure(&a) && clean_failure(&b);
+        if (!good) fprintf(stderr, "truncated to %llu: info %d '%s' run %d '%s'\n", (unsigned long long)L, a.code, a.err.data, b.code, b.err.data);
+        ok += good;
+        total++;
+        proc_free(&a);
+        proc_free(&b);
+    }
+    CHECK(ok == total, "truncated files: %d of %d fail cleanly in info and run", ok, total);
+    /* corruptions of the header, metadata and tensor table: clean failure or a run */
+    uint8_t *mut = malloc(size);
+    uint64_t seed = 99;
+    ok = total = 0;
+    for (int k = 0; k < 40; k++) {
+        memcpy(mut, buf, size);
+        for (int j = 0; j < 2; j++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            mut[(seed >> 33) % meta_end] = (uint8_t)(seed >> 56);
+        }
+        tiny_write_file(path, mut, size);
+        char *info[] = {(char *)tokd, "info", "-m", path, NULL};
+        char *runv[] = {(char *)tokd, "run", "-m", path, "-p", "hi", "-n", "2", NULL};
+        proc_result a, b;
+        run(info, &a);
+        run(runv, &b);
+        int good = (clean_failure(&a) || (a.exited && a.code == 0)) && (clean_failure(&b) || (b.exited && b.code == 0));
+        if (!good) fprintf(stderr, "corruption %d: info %d '%s' run %d '%s'\n", k, a.code, a.err.data, b.code, b.err.data);
+        ok += good;
+        total++;
+        proc_free(&a);
+        proc_free(&b);
+    }
+    CHECK(ok == total, "corrupted files: %d of %d fail cleanly or run", ok, total);
+    /* wrong magic, wrong version */
+    memcpy(mut, buf, size);
+    memcpy(mut, "GGML", 4);
+    tiny_write_file(path, mut, size);
+    char *info[] = {(char *)tokd, "info", "-m", path, NULL};
+    proc_result r;
+    run(info, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "magic"), "wrong magic: %s", r.err.data);
+    proc_free(&r);
+    memcpy(mut, buf, size);
+    mut[4] = 7;
+    tiny_write_file(path, mut, size);
+    run(info, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "version"), "wrong version: %s", r.err.data);
+    proc_free(&r);
+    free(mut);
+    free(buf);
+    unlink(path);
+}
+
+int main(void) {
+    tokd = getenv("TOKD");
+    CHECK(tokd != NULL, "TOKD names the binary (make test sets it)");
+    if (!tokd) T_DONE();
+    snprintf(model, sizeof model, "%s/models/stories260K.gguf", t_shared());
+    test_run_golden();
+    test_logits();
+    test_info();
+    test_bad_options();
+    test_bad_files();
+    T_DONE();
+}
