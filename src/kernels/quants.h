@@ -199,16 +199,17 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 
 /* ---- SIMD (dot_avx2.c, dot_avx512.c); call only if the CPU has the features ------ */
 #define TOKD_DOT_DECL(T, ISA) void tokd_##T##_dot_##ISA(int64_t n, float *out, const void *w, const void *act);
-#define TOKD_DOT_ALL(ISA)                                                              \
-    TOKD_DOT_DECL(f32, ISA) TOKD_DOT_DECL(f16, ISA) TOKD_DOT_DECL(bf16, ISA)          \
-    TOKD_DOT_DECL(q4_0, ISA) TOKD_DOT_DECL(q4_1, ISA) TOKD_DOT_DECL(q5_0, ISA)        \
-    TOKD_DOT_DECL(q5_1, ISA) TOKD_DOT_DECL(q8_0, ISA) TOKD_DOT_DECL(q2_K, ISA)        \
-    TOKD_DOT_DECL(q3_K, ISA) TOKD_DOT_DECL(q4_K, ISA) TOKD_DOT_DECL(q5_K, ISA)        \
+#define TOKD_DOT_QUANT(ISA)                                                                   \
+    TOKD_DOT_DECL(q4_0, ISA) TOKD_DOT_DECL(q4_1, ISA) TOKD_DOT_DECL(q5_0, ISA)               \
+    TOKD_DOT_DECL(q5_1, ISA) TOKD_DOT_DECL(q8_0, ISA) TOKD_DOT_DECL(q2_K, ISA)               \
+    TOKD_DOT_DECL(q3_K, ISA) TOKD_DOT_DECL(q4_K, ISA) TOKD_DOT_DECL(q5_K, ISA)               \
     TOKD_DOT_DECL(q6_K, ISA)
-TOKD_DOT_ALL(avx2)    /* AVX2 + FMA + F16C */
-TOKD_DOT_ALL(avx512)  /* AVX-512 F/BW/VL (+ the avx2 set) */
-TOKD_DOT_ALL(avx512vnni) /* AVX-512 F/BW/VL + VNNI */
-#undef TOKD_DOT_ALL
+#define TOKD_DOT_FLOAT(ISA) TOKD_DOT_DECL(f32, ISA) TOKD_DOT_DECL(f16, ISA) TOKD_DOT_DECL(bf16, ISA)
+TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
+TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
+TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
+#undef TOKD_DOT_FLOAT
+#undef TOKD_DOT_QUANT
 #undef TOKD_DOT_DECL
 
 #endif

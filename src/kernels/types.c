@@ -80,19 +80,19 @@ typedef struct {
     tokd_vec_dot_fn avx2, avx512, avx512vnni;
 } simd_row;
 static const simd_row simd_rows[] = {
-    {GGML_TYPE_F32, tokd_f32_dot_avx2, NULL, NULL},
-    {GGML_TYPE_F16, tokd_f16_dot_avx2, NULL, NULL},
-    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, NULL, NULL},
-    {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, NULL, NULL},
+    {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL},
+    {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL},
+    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL},
+    {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, tokd_q4_0_dot_avx512, tokd_q4_0_dot_avx512vnni},
+    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni},
+    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni},
+    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni},
+    {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, tokd_q8_0_dot_avx512, tokd_q8_0_dot_avx512vnni},
+    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni},
+    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni},
+    {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, tokd_q4_K_dot_avx512, tokd_q4_K_dot_avx512vnni},
+    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni},
+    {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni},
 };
 
 /* ---- CPU features and selection -------------------------------------------------- */

@@ -1,0 +1,91 @@
+/* dot_avx512.c — AVX-512 dot products (F/BW/VL; and a second set using VNNI), selected
+ * at run time in types.c. Bit-equal to the scalar references, like dot_avx2.c. The
+ * quantized kernels are written once in quants_avx512_impl.h and instantiated twice. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/quants.h"
+
+static inline uint32_t ld32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+/* The 16 six-bit scales of a Q3_K block, minus 32, as 16 bytes. */
+static inline __m128i q3k_scales(const uint8_t *s) {
+    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    uint32_t w0 = (a & m4) | ((c & m2) << 4);
+    uint32_t w1 = (b & m4) | (((c >> 2) & m2) << 4);
+    uint32_t w2 = ((a >> 4) & m4) | (((c >> 4) & m2) << 4);
+    uint32_t w3 = ((b >> 4) & m4) | (((c >> 6) & m2) << 4);
+    return _mm_setr_epi32((int)w0, (int)w1, (int)w2, (int)w3);
+}
+/* The eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K/Q5_K block. */
+static inline __m128i k4_scales_mins(const uint8_t *s) {
+    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    uint32_t sc_lo = a & m6, m_lo = b & m6;
+    uint32_t sc_hi = (c & m4) | (((a >> 6) & m2) << 4);
+    uint32_t m_hi = ((c >> 4) & m4) | (((b >> 6) & m2) << 4);
+    return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+#define T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+
+/* ---- float rows: lane i%32, two vectors of sixteen ---- */
+
+#define FLOAT_DOT_512(NAME, LOAD16, LOAD1)                                                   \
+    T512 void NAME(int64_t n, float *out, const void *w, const void *act) {                  \
+        const float *x = act;                                                                \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                            \
+        int64_t i = 0;                                                                       \
+        for (; i + 32 <= n; i += 32) {                                                       \
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(LOAD16(i), _mm512_loadu_ps(x + i)));       \
+            a1 = _mm512_add_ps(a1, _mm512_mul_ps(LOAD16(i + 16), _mm512_loadu_ps(x + i + 16))); \
+        }                                                                                    \
+        float s[32];                                                                         \
+        _mm512_storeu_ps(s, a0);                                                             \
+        _mm512_storeu_ps(s + 16, a1);                                                        \
+        for (; i < n; i++) s[i & 31] += LOAD1(i) * x[i];                                     \
+        *out = tokd_reduce32(s);                                                             \
+    }
+static inline uint16_t ld16(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+#define F32_LOAD16(i) _mm512_loadu_ps((const float *)w + (i))
+#define F32_LOAD1(i) ((const float *)w)[i]
+#define F16_LOAD16(i) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + (i))))
+#define F16_LOAD1(i) _cvtsh_ss(ld16((const uint16_t *)w + (i)))
+#define BF16_LOAD16(i)                                                                                   \
+    _mm512_castsi512_ps(_mm512_slli_epi32(                                                               \
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + (i)))), 16))
+#define BF16_LOAD1(i) tokd_bf16_to_f32(ld16((const uint16_t *)w + (i)))
+FLOAT_DOT_512(tokd_f32_dot_avx512, F32_LOAD16, F32_LOAD1)
+FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1)
+FLOAT_DOT_512(tokd_bf16_dot_avx512, BF16_LOAD16, BF16_LOAD1)
+
+/* ---- quantized rows, without VNNI ---- */
+#define SFX avx512
+#define TGT T512
+#define DPBUSD(acc, u, s) \
+    _mm512_add_epi32((acc), _mm512_madd_epi16(_mm512_maddubs_epi16((u), (s)), _mm512_set1_epi16(1)))
+#define DPWSSD(acc, a, b) _mm512_add_epi32((acc), _mm512_madd_epi16((a), (b)))
+#include "kernels/quants_avx512_impl.h"
+#undef SFX
+#undef TGT
+#undef DPBUSD
+#undef DPWSSD
+
+/* ---- quantized rows, with VNNI ---- */
+#define SFX avx512vnni
+#define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define DPBUSD(acc, u, s) _mm512_dpbusd_epi32((acc), (u), (s))
+#define DPWSSD(acc, a, b) _mm512_dpwssd_epi32((acc), (a), (b))
+#include "kernels/quants_avx512_impl.h"
+#undef SFX
+#undef TGT
+#undef DPBUSD
+#undef DPWSSD

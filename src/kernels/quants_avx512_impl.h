@@ -1,0 +1,298 @@
+/* quants_avx512_impl.h — body of the AVX-512 dot products, included twice by
+ * dot_avx512.c: once plain (AVX-512 F/BW/VL) and once with VNNI. The includer defines
+ *   SFX        name suffix (avx512 / avx512vnni)
+ *   TGT        the function attribute with the target features
+ *   DPBUSD(acc, u, s)  acc + sums of four u8*s8 products, per int32 lane
+ *   DPWSSD(acc, a, b)  acc + sums of two s16*s16 products, per int32 lane
+ * With VNNI those are single instructions; without, maddubs/madd sequences that give
+ * the same exact results for the value ranges used here (no int16 saturation: every
+ * u8 operand is at most 63, or 128 with |s8| <= 127, giving pairs <= 32512).
+ *
+ * Layouts are those of dot_avx2.c with twice the width: 32-element formats put two
+ * blocks (b+j and b+j+4) in one zmm so that eight blocks reduce straight into the
+ * canonical lane order; K-quants put 64 elements (Q4_K/Q5_K: a scale pair; Q2_K,
+ * Q3_K, Q6_K: four 16-element groups, one per 128-bit lane) in one zmm, scales
+ * spread with vpermw. The float arithmetic is the scalar reference's, operation for
+ * operation, so results are bit-equal to it. */
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(T) CAT(CAT(tokd_, T), CAT(_dot_, SFX))
+#define S(name) CAT(name, CAT(_, SFX)) /* file-local helper names */
+
+/* Eight fp16 values at p, p+stride, ..., p+7*stride, as floats. */
+TGT static inline __m256 S(halves8)(const void *p, size_t stride) {
+    const uint8_t *b = p;
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], b + k * stride, 2);
+    __m128i v = _mm_cvtsi32_si128(h[0]);
+    v = _mm_insert_epi16(v, h[1], 1);
+    v = _mm_insert_epi16(v, h[2], 2);
+    v = _mm_insert_epi16(v, h[3], 3);
+    v = _mm_insert_epi16(v, h[4], 4);
+    v = _mm_insert_epi16(v, h[5], 5);
+    v = _mm_insert_epi16(v, h[6], 6);
+    v = _mm_insert_epi16(v, h[7], 7);
+    return _mm256_cvtph_ps(v);
+}
+TGT static inline __m512i S(load2x256)(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+/* Eight blocks' partial sums, zmm j holding blocks j (low 256 bits) and j+4 (high),
+ * to one vector of the eight block sums in block order. */
+TGT static inline __m256i S(hsum_4x16)(__m512i z0, __m512i z1, __m512i z2, __m512i z3) {
+    __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(z0, z1), _mm512_unpackhi_epi32(z0, z1));
+    __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(z2, z3), _mm512_unpackhi_epi32(z2, z3));
+    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    __m512i s = _mm512_add_epi32(t, _mm512_shuffle_i64x2(t, t, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castsi512_si256(_mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(0, 0, 2, 0)));
+}
+/* The nibbles of two Q4-style blocks: [a low | a high | b low | b high]. */
+TGT static inline __m512i S(nibbles2)(const uint8_t *qa, const uint8_t *qb) {
+    __m512i z = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qa));
+    z = _mm512_mask_broadcast_i32x4(z, 0xFF00, _mm_loadu_si128((const __m128i *)qb));
+    z = _mm512_mask_srli_epi16(z, 0xFF00FF00u, z, 4);
+    return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+}
+/* Fifth bits of two Q5 blocks as 0x10 bytes, in the nibbles2 order. */
+TGT static inline __m512i S(fifth2)(const uint8_t *qha, const uint8_t *qhb) {
+    uint64_t m;
+    uint32_t a, b;
+    memcpy(&a, qha, 4);
+    memcpy(&b, qhb, 4);
+    m = (uint64_t)a | (uint64_t)b << 32;
+    return _mm512_maskz_mov_epi8((__mmask64)m, _mm512_set1_epi8(0x10));
+}
+
+/* ---- 32-element formats ---- */
+
+TGT static inline __m512i S(pair_q4_0)(const tokd_block_q4_0 *x, const tokd_block_q8_0 *y) {
+    __m512i a = S(load2x256)(y[0].qs, y[4].qs), z = _mm512_setzero_si512();
+    __m512i p = DPBUSD(z, S(nibbles2)(x[0].qs, x[4].qs), a);
+    return _mm512_sub_epi32(p, DPBUSD(z, _mm512_set1_epi8(8), a));
+}
+TGT static inline __m512i S(pair_q4_1)(const tokd_block_q4_1 *x, const tokd_block_q8_1 *y) {
+    return DPBUSD(_mm512_setzero_si512(), S(nibbles2)(x[0].qs, x[4].qs), S(load2x256)(y[0].qs, y[4].qs));
+}
+TGT static inline __m512i S(pair_q5_0)(const tokd_block_q5_0 *x, const tokd_block_q8_0 *y) {
+    __m512i a = S(load2x256)(y[0].qs, y[4].qs), z = _mm512_setzero_si512();
+    __m512i q = _mm512_or_si512(S(nibbles2)(x[0].qs, x[4].qs), S(fifth2)(x[0].qh, x[4].qh));
+    return _mm512_sub_epi32(DPBUSD(z, q, a), DPBUSD(z, _mm512_set1_epi8(16), a));
+}
+TGT static inline __m512i S(pair_q5_1)(const tokd_block_q5_1 *x, const tokd_block_q8_1 *y) {
+    __m512i q = _mm512_or_si512(S(nibbles2)(x[0].qs, x[4].qs), S(fifth2)(x[0].qh, x[4].qh));
+    return DPBUSD(_mm512_setzero_si512(), q, S(load2x256)(y[0].qs, y[4].qs));
+}
+TGT static inline __m512i S(pair_q8_0)(const tokd_block_q8_0 *x, const tokd_block_q8_0 *y) {
+    __m512i q = S(load2x256)(x[0].qs, x[4].qs), a = S(load2x256)(y[0].qs, y[4].qs);
+    /* |q| as u8 times a with q's sign (a is never -128, so negating it is exact) */
+    __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
+    return DPBUSD(_mm512_setzero_si512(), _mm512_abs_epi8(q), sa);
+}
+
+#define DOT32_512(T, XT, YT, MIN)                                                                  \
+    TGT void FN(T)(int64_t n, float *out, const void *w, const void *act) {                       \
+        const XT *x = w;                                                                           \
+        const YT *y = act;                                                                         \
+        const int64_t nb = n / TOKD_QK;                                                            \
+        __m256 acc = _mm256_setzero_ps();                                                          \
+        int64_t b = 0;                                                                             \
+        for (; b + 8 <= nb; b += 8) {                                                              \
+            const XT *xb = x + b;                                                                  \
+            const YT *yb = y + b;                                                                  \
+            __m256i P = S(hsum_4x16)(S(pair_##T)(xb, yb), S(pair_##T)(xb + 1, yb + 1),             \
+                                     S(pair_##T)(xb + 2, yb + 2), S(pair_##T)(xb + 3, yb + 3));     \
+            __m256 dd = _mm256_mul_ps(S(halves8)(&xb->d, sizeof(XT)), S(halves8)(&yb->d, sizeof(YT))); \
+            __m256 t = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P));                                   \
+            DOT32_512_MIN_##MIN                                                                    \
+            acc = _mm256_add_ps(acc, t);                                                           \
+        }                                                                                          \
+        float s[8];                                                                                \
+        _mm256_storeu_ps(s, acc);                                                                  \
+        for (; b < nb; b++) s[b & 7] += tokd_##T##_term(x + b, y + b);                             \
+        *out = tokd_reduce8(s);                                                                    \
+    }
+#define DOT32_512_MIN_0
+#define DOT32_512_MIN_1 \
+    t = _mm256_add_ps(t, _mm256_mul_ps(S(halves8)(&xb->m, sizeof *xb), S(halves8)(&yb->s, sizeof *yb)));
+
+DOT32_512(q4_0, tokd_block_q4_0, tokd_block_q8_0, 0)
+DOT32_512(q4_1, tokd_block_q4_1, tokd_block_q8_1, 1)
+DOT32_512(q5_0, tokd_block_q5_0, tokd_block_q8_0, 0)
+DOT32_512(q5_1, tokd_block_q5_1, tokd_block_q8_1, 1)
+DOT32_512(q8_0, tokd_block_q8_0, tokd_block_q8_0, 0)
+
+/* ---- K-quants ---- */
+
+TGT static inline int32_t S(hsum128)(__m128i s) {
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+TGT static inline int32_t S(hsum256)(__m256i h) {
+    return S(hsum128)(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+TGT static inline int32_t S(hsum512)(__m512i v) {
+    return S(hsum256)(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+/* vpermw indices: group m of four 16-element groups, one per 128-bit lane. */
+TGT static inline __m512i S(group4_idx)(int m) {
+    const long long r = 0x0001000100010001LL;
+    long long g0 = (4 * m) * r, g1 = (4 * m + 1) * r, g2 = (4 * m + 2) * r, g3 = (4 * m + 3) * r;
+    return _mm512_set_epi64(g3, g3, g2, g2, g1, g1, g0, g0);
+}
+/* vpermw indices: scale pair p of Q4_K/Q5_K, [2p x16 | 2p+1 x16]. */
+TGT static inline __m512i S(pair_idx)(int p) {
+    long long lo = (2 * p) * 0x0001000100010001LL, hi = (2 * p + 1) * 0x0001000100010001LL;
+    return _mm512_set_epi64(hi, hi, hi, hi, lo, lo, lo, lo);
+}
+
+TGT void FN(q2_K)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_q2_K *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i m3 = _mm512_set1_epi8(3);
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m128i raw = _mm_loadu_si128((const __m128i *)x[b].scales);
+        __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+        __m256i mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
+        __m256i mm = _mm256_madd_epi16(mn16, _mm256_loadu_si256((const __m256i *)y[b].bsums));
+        __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i acc = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * h)));
+            q = _mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 2);
+            const int8_t *a = y[b].qs + 128 * h;
+            __m512i z01 = _mm512_and_si512(q, m3), z23 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+            __m512i p01 = _mm512_maddubs_epi16(z01, _mm512_loadu_si512(a));
+            __m512i p23 = _mm512_maddubs_epi16(z23, _mm512_loadu_si512(a + 64));
+            acc = DPWSSD(acc, p01, _mm512_permutexvar_epi16(S(group4_idx)(2 * h), scz));
+            acc = DPWSSD(acc, p23, _mm512_permutexvar_epi16(S(group4_idx)(2 * h + 1), scz));
+        }
+        int32_t summ = S(hsum256)(mm);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(acc), summ);
+    }
+    *out = sum;
+}
+
+TGT void FN(q3_K)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_q3_K *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i m3 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(q3k_scales(x[b].scales), _mm_set1_epi8(32)));
+        __m256i bm = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[b].bsums));
+        __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[b].hmask));
+        __m512i acc = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * h)));
+            q = _mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 2);
+            const int8_t *a = y[b].qs + 128 * h;
+            /* third bits: steps s = 0,1 use hmask bits 4h, 4h+1; s = 2,3 bits 4h+2, 4h+3 */
+            __m512i bit01 = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * h))), _mm256_set1_epi8((char)(2 << (4 * h))), 1);
+            __m512i bit23 = _mm512_slli_epi16(bit01, 2);
+            __m512i z01 = _mm512_and_si512(q, m3), z23 = _mm512_and_si512(_mm512_srli_epi16(q, 4), m3);
+            z01 = _mm512_mask_add_epi8(z01, _mm512_test_epi8_mask(hm, bit01), z01, four);
+            z23 = _mm512_mask_add_epi8(z23, _mm512_test_epi8_mask(hm, bit23), z23, four);
+            __m512i p01 = _mm512_maddubs_epi16(z01, _mm512_loadu_si512(a));
+            __m512i p23 = _mm512_maddubs_epi16(z23, _mm512_loadu_si512(a + 64));
+            acc = DPWSSD(acc, p01, _mm512_permutexvar_epi16(S(group4_idx)(2 * h), scz));
+            acc = DPWSSD(acc, p23, _mm512_permutexvar_epi16(S(group4_idx)(2 * h + 1), scz));
+        }
+        int32_t bias = S(hsum256)(bm);
+        sum += tokd_k_term1(_cvtsh_ss(x[b].d), y[b].d, S(hsum512)(acc) - 4 * bias);
+    }
+    *out = sum;
+}
+
+TGT void FN(q4_K)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_q4_K *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m128i scm = k4_scales_mins(x[b].scales);
+        __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
+        __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        const __m128i *bs = (const __m128i *)y[b].bsums;
+        __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
+        __m128i mm = _mm_madd_epi16(pairs, mn16);
+        __m512i acc = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * p)));
+            q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 4), m4);
+            __m512i p16 = _mm512_maddubs_epi16(q, _mm512_loadu_si512(y[b].qs + 64 * p));
+            acc = DPWSSD(acc, p16, _mm512_permutexvar_epi16(S(pair_idx)(p), scz));
+        }
+        int32_t summ = S(hsum128)(mm);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(acc), summ);
+    }
+    *out = sum;
+}
+
+TGT void FN(q5_K)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_q5_K *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m128i scm = k4_scales_mins(x[b].scales);
+        __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
+        __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        const __m128i *bs = (const __m128i *)y[b].bsums;
+        __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
+        __m128i mm = _mm_madd_epi16(pairs, mn16);
+        __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[b].qh));
+        /* pair p: low half takes qh bit 2p, high half bit 2p+1 */
+        __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(2), 1);
+        __m512i acc = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * p)));
+            q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 4), m4);
+            q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hb, bit), q, sixteen);
+            bit = _mm512_slli_epi16(bit, 2);
+            __m512i p16 = _mm512_maddubs_epi16(q, _mm512_loadu_si512(y[b].qs + 64 * p));
+            acc = DPWSSD(acc, p16, _mm512_permutexvar_epi16(S(pair_idx)(p), scz));
+        }
+        int32_t summ = S(hsum128)(mm);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(acc), summ);
+    }
+    *out = sum;
+}
+
+TGT void FN(q6_K)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_q6_K *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
+        __m256i bm = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[b].bsums));
+        __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i acc = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            __m512i ql = _mm512_loadu_si512(x[b].ql + 64 * h);
+            __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qh + 32 * h)));
+            qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2); /* [qh | qh >> 2] */
+            const int8_t *a = y[b].qs + 128 * h;
+            __m512i z01 = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m30));
+            __m512i z23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh, m30));
+            __m512i p01 = _mm512_maddubs_epi16(z01, _mm512_loadu_si512(a));
+            __m512i p23 = _mm512_maddubs_epi16(z23, _mm512_loadu_si512(a + 64));
+            acc = DPWSSD(acc, p01, _mm512_permutexvar_epi16(S(group4_idx)(2 * h), scz));
+            acc = DPWSSD(acc, p23, _mm512_permutexvar_epi16(S(group4_idx)(2 * h + 1), scz));
+        }
+        int32_t bias = S(hsum256)(bm);
+        sum += tokd_k_term1(_cvtsh_ss(x[b].d), y[b].d, S(hsum512)(acc) - 32 * bias);
+    }
+    *out = sum;
+}
+
+#undef DOT32_512
+#undef DOT32_512_MIN_0
+#undef DOT32_512_MIN_1
+#undef FN
+#undef S
