@@ -443,6 +443,68 @@ static void test_bad_metadata(void) {
     }
 }
 
+/* Every supported pre-tokenizer compiles and splits arbitrary text losslessly: a
+ * crafted byte-level vocabulary (the 256 byte symbols plus a few merges) per name. */
+static void test_pretokenizers(void) {
+    static const char *pres[] = {"default", "gpt-2", "gpt-neox", "mpt", "olmo", "phi-2", "llama-bpe", "llama3", "dbrx",
+                                 "smaug-bpe", "qwen2", "stablelm2", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+                                 "falcon", "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone",
+                                 "poro-chat", "bloom", "gpt3-finnish", "viking", "tekken", "gpt-4o", "llama4",
+                                 "chatglm-bpe", "chameleon", "jais", "megrez"};
+    gguf_str toks[260];
+    char store[256][4];
+    for (int b = 0; b < 256; b++) {
+        size_t k = tokd_utf8_encode(tokd_bytelevel_cp((uint8_t)b), store[b]);
+        toks[b] = (gguf_str){store[b], k};
+    }
+    toks[256] = (gguf_str){"he", 2};
+    toks[257] = (gguf_str){"ll", 2};
+    toks[258] = (gguf_str){"hell", 4};
+    toks[259] = (gguf_str){"<|im_end|>", 10};
+    int32_t types[260];
+    for (int i = 0; i < 260; i++) types[i] = i == 259 ? 3 : 1;
+    gguf_str merges[3] = {{"h e", 3}, {"l l", 3}, {"he ll", 5}};
+    const char text[] = "Hello hell, I'm 12345 dogs!\n\n  \t x\xff\xc3 \xe4\xbd\xa0\xe5\xa5\xbd \xce\xa9mega ABCdef <|im_end|>";
+    size_t tl = sizeof text - 1;
+    for (size_t p = 0; p < sizeof pres / sizeof pres[0]; p++) {
+        gguf_writer *w = gguf_writer_new();
+        gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+        gguf_writer_set_str(w, "tokenizer.ggml.pre", pres[p]);
+        gguf_writer_set_str_arr(w, "tokenizer.ggml.tokens", toks, 260);
+        gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 260);
+        gguf_writer_set_str_arr(w, "tokenizer.ggml.merges", merges, 3);
+        gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 259);
+        gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 259);
+        uint8_t *buf;
+        uint64_t size;
+        tokd_err e;
+        int rc = gguf_writer_to_buffer(w, &buf, &size, &e);
+        gguf_writer_free(w);
+        if (rc) continue;
+        gguf_file *f = gguf_open_buffer(buf, size, &e);
+        tokd_tokenizer *t = f ? tokd_tokenizer_load(f, &e) : NULL;
+        CHECK(t != NULL, "pre-tokenizer %s: %s", pres[p], e.msg);
+        if (t) {
+            int32_t *ids;
+            size_t n;
+            if (tok(t, text, tl, false, false, &ids, &n)) {
+                CHECK(round_trip(t, false, text, tl, ids, n), "pre-tokenizer %s round trip", pres[p]);
+                bool merged = false;
+                for (size_t i = 0; i < n; i++) merged |= ids[i] == 258;
+                CHECK(merged, "pre-tokenizer %s: 'hell' merged", pres[p]);
+                free(ids);
+            }
+            if (tok(t, text, tl, false, true, &ids, &n)) {
+                CHECK(n > 0 && ids[n - 1] == 259, "pre-tokenizer %s: special at the end", pres[p]);
+                free(ids);
+            }
+            tokd_tokenizer_free(t);
+        }
+        if (f) gguf_close(f);
+        free(buf);
+    }
+}
+
 int main(void) {
     const char *dir = t_shared();
     test_vocab_vectors(dir);
@@ -450,5 +512,6 @@ int main(void) {
     test_special(dir);
     test_spm(dir);
     test_bad_metadata();
+    test_pretokenizers();
     T_DONE();
 }
