@@ -4,7 +4,9 @@
 #   make test       build and run every test (last line: "N passed, N failed")
 #   make test-asan  the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz       libFuzzer targets (clang), each run FUZZ_SECONDS (default 60)
-#   make check      test + test-asan + fuzz: what CI runs
+#   make check      deps + test + test-asan + fuzz: what CI runs
+#   make run        deps + build, then generate: MODEL=... PROMPT=... N=...
+#   make deps       install missing Debian packages (scripts/install-deps.sh)
 #
 # Sources are discovered: every src/**/*.c goes into the library except src/cli/, every
 # tests/test_*.c is one test program, every tests/e2e_*.sh one end-to-end script, every
@@ -29,7 +31,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-asan fuzz check clean bench
+.PHONY: all test test-asan fuzz check clean bench deps run
 all: $(BUILD)/tokd $(BUILD)/libtokd.a
 
 $(BUILD)/obj/%.o: %.c
@@ -47,11 +49,12 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libtokd.a tests/t.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libtokd.a $(LIBS)
 
+export RESULTS_FILE
 test: $(BUILD)/tokd $(TEST_BINS)
 	TOKD=$(abspath $(BUILD)/tokd) tests/run.sh $(TEST_BINS) $(E2E)
 
 test-asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+	$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
 
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build-fuzz/%)
@@ -63,7 +66,23 @@ build-fuzz/%: fuzz/%.c $(LIB_SRCS) $(shell find src -name '*.h')
 fuzz: $(FUZZ_BINS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_fuzz.sh $(FUZZ_BINS)
 
-check: test test-asan fuzz
+deps:
+	@scripts/install-deps.sh
+
+MODEL  ?= ../shared/models/stories260K.gguf
+PROMPT ?= Once upon a time
+N      ?= 128
+run: deps
+	$(MAKE) all
+	$(BUILD)/tokd run -m "$(MODEL)" -p "$(PROMPT)" -n $(N)
+
+# The stages append their counts to build/check-results; the last line is the total.
+check: deps
+	@mkdir -p build && rm -f build/check-results
+	@$(MAKE) --no-print-directory test RESULTS_FILE=$(abspath build/check-results)
+	@$(MAKE) --no-print-directory test-asan RESULTS_FILE=$(abspath build/check-results)
+	@$(MAKE) --no-print-directory fuzz RESULTS_FILE=$(abspath build/check-results)
+	@awk '{p += $$1; f += $$2} END {printf "all stages (test, test-asan, fuzz):\n%d passed, %d failed\n", p, f}' build/check-results
 
 bench: $(BUILD)/tokd
 	@echo "benchmarks: see bench/README.md"

@@ -32,4 +32,5 @@ for prog in "$@"; do
     rm -f "$log"
 done
 echo "$total_pass passed, $total_fail failed"
+[ -n "${RESULTS_FILE:-}" ] && echo "$total_pass $total_fail" >>"$RESULTS_FILE"
 [ "$total_fail" -eq 0 ]

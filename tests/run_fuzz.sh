@@ -23,4 +23,5 @@ for bin in "$@"; do
     rm -rf "$work" "$log"
 done
 echo "$pass passed, $fail failed"
+[ -n "${RESULTS_FILE:-}" ] && echo "$pass $fail" >>"$RESULTS_FILE"
 [ "$fail" -eq 0 ]
