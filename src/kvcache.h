@@ -1,18 +1,34 @@
-/* kvcache.h — the paged KV cache: a pool of fixed-size blocks and per-sequence block
- * tables, like an OS page pool.
+/* kvcache.h — the paged KV cache: a pool of fixed-size blocks, per-sequence block
+ * tables, and an automatic prefix cache over full blocks, like an OS page pool with a
+ * page cache.
  *
  * Memory is allocated once at start: n_blocks blocks of block_size positions, each block
  * holding K and V for every layer. A sequence owns a table of block indices; position p
  * lives in block table[p / block_size], slot p % block_size. Blocks are reference
- * counted so that a later prefix cache can share a block between sequences without
- * copying; a block returns to the free list when its count drops to zero.
+ * counted so that sequences can share a block without copying.
+ *
+ * Prefix cache. A FULL block can be published under a 64-bit key that is chained over
+ * the token ids of the whole prefix up to and including the block (and a seed naming
+ * whatever else changes KV content, e.g. the model): key_i = H(key_{i-1}, tokens of
+ * block i). A full block is immutable, so any sequence whose prompt starts with the same
+ * tokens can attach it (tokd_kv_block_ref) instead of recomputing it. A published block
+ * also records its tokens and its parent key, and a lookup checks both, so a 64-bit hash
+ * collision cannot hand one request another's content.
+ *
+ * Block states: free (ref 0, not published: on the free list), in use (ref > 0,
+ * published or not), evictable (ref 0 but published: kept in an LRU list, its content
+ * still reusable). Allocation takes a free block first, then evicts the least recently
+ * used evictable block (unpublishing it); a lookup hit on an evictable block revives it.
  *
  * Layout: K and V are separate arrays, block-major then layer then slot:
  *   k[((block * n_layer + layer) * block_size + slot) * kv_dim + i]
- * so one layer's positions of one block are contiguous for the attention loop. */
+ * so one layer's positions of one block are contiguous for the attention loop.
+ *
+ * Not thread-safe: one owner (the forward pass / the engine's scheduler thread). */
 #ifndef TOKD_KVCACHE_H
 #define TOKD_KVCACHE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util.h"
@@ -24,6 +40,16 @@ typedef struct {
     int32_t *ref;       /* reference count per block */
     int32_t *free_list; /* stack of free block indices */
     int64_t n_free;
+    /* prefix cache */
+    uint64_t *key, *parent;  /* per block: published key and its parent's key */
+    bool *published;
+    int32_t *toks;           /* per block: block_size token ids of a published block */
+    int32_t *lru_prev, *lru_next; /* evictable list, head = least recently used */
+    int32_t lru_head, lru_tail;
+    int64_t n_evictable, n_published;
+    int32_t *ht;             /* open addressing: block index or -1 (empty) or -2 (deleted) */
+    int64_t ht_cap;
+    uint64_t n_evictions;
 } tokd_kv;
 
 typedef struct {
@@ -35,14 +61,33 @@ typedef struct {
 int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_layer, int32_t kv_dim, tokd_err *err);
 void tokd_kv_free(tokd_kv *kv);
 
-/* Take a free block (ref = 1); -1 when the pool is empty. */
+/* Take a block (ref = 1): a free one, else the least recently used evictable one;
+ * -1 when every block is in use. */
 int32_t tokd_kv_block_alloc(tokd_kv *kv);
+/* Count one more user; reviving an evictable block takes it off the LRU list. */
 void tokd_kv_block_ref(tokd_kv *kv, int32_t b);
+/* One user fewer; at zero a published block becomes evictable, another one free. */
 void tokd_kv_block_unref(tokd_kv *kv, int32_t b);
+/* Blocks an allocation can still get: free + evictable. */
+static inline int64_t tokd_kv_available(const tokd_kv *kv) { return kv->n_free + kv->n_evictable; }
+/* Blocks referenced by at least one sequence. */
+static inline int64_t tokd_kv_in_use(const tokd_kv *kv) { return kv->n_blocks - kv->n_free - kv->n_evictable; }
+
+/* Chained key of a full block: parent (0 seed for the first block, or the model seed)
+ * and its block_size tokens. */
+uint64_t tokd_kv_block_key(uint64_t parent, const int32_t *toks, int32_t n);
+/* Publish full block b (held by the caller) under key; its tokens and parent key are
+ * recorded. If another block is already published under the same key, nothing happens
+ * (returns 0); returns 1 when b was published. */
+int tokd_kv_publish(tokd_kv *kv, int32_t b, uint64_t key, uint64_t parent, const int32_t *toks);
+/* Block published under key with this parent and these tokens, or -1. Does not ref. */
+int32_t tokd_kv_lookup(const tokd_kv *kv, uint64_t key, uint64_t parent, const int32_t *toks);
 
 /* Make the table cover positions [0, n_pos): allocate missing blocks. On exhaustion
  * returns -1 and leaves the table as it was. */
 int tokd_seq_reserve(tokd_kv *kv, tokd_seq_table *s, int32_t n_pos);
+/* Append block b (already referenced by the caller) to the table. */
+void tokd_seq_push_block(tokd_seq_table *s, int32_t b);
 /* Drop positions >= new_len, releasing blocks no longer covered. */
 void tokd_seq_shrink(tokd_kv *kv, tokd_seq_table *s, int32_t new_len);
 void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s);

@@ -1,0 +1,321 @@
+/* test_engine.c — the serving engine without HTTP: continuous batching gives the same
+ * text as running each request alone (tokd_generate, an independent path), prefix-cache
+ * hits and preemption change nothing, cancellation returns every block, and requests
+ * that can never fit are refused. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "generate.h"
+#include "t.h"
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    tokd_buf text;
+    int n_tokens, done;
+    tokd_req_status status;
+    tokd_finish finish;
+    tokd_usage usage;
+    tokd_engine *cancel_engine; /* cancel after cancel_after tokens */
+    int cancel_after;
+} collector;
+
+static void on_event(void *ud, const tokd_event *ev) {
+    collector *c = ud;
+    pthread_mutex_lock(&c->mu);
+    tokd_buf_append(&c->text, ev->text, ev->len);
+    if (ev->kind == TOKD_EV_TOKEN) {
+        c->n_tokens++;
+        if (c->cancel_engine && c->n_tokens == c->cancel_after) tokd_engine_cancel(c->cancel_engine, ev->id);
+    } else {
+        c->done = 1;
+        c->status = ev->status;
+        c->finish = ev->finish;
+        c->usage = *ev->usage;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void coll_init(collector *c) {
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+}
+static void coll_wait(collector *c) {
+    pthread_mutex_lock(&c->mu);
+    while (!c->done) pthread_cond_wait(&c->cv, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+static void coll_free(collector *c) {
+    tokd_buf_free(&c->text);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+}
+
+#define N_REQ 16
+#define N_GEN 24
+
+typedef struct {
+    int32_t *toks;
+    int32_t n;
+} prompt;
+
+static void on_text_ref(void *ud, const char *t, size_t n) { tokd_buf_append(ud, t, n); }
+
+/* Reference: each prompt alone through tokd_generate on a fresh single-sequence context. */
+static void reference(const tokd_model *m, prompt *ps, int n, tokd_buf *out) {
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 1024;
+    cp.n_threads = 2;
+    tokd_err err;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    for (int i = 0; i < n; i++) {
+        tokd_gen_params gp;
+        tokd_gen_params_default(&gp);
+        gp.sampling.temperature = 0;
+        gp.n_predict = N_GEN;
+        gp.on_text = on_text_ref;
+        gp.ud = &out[i];
+        tokd_gen_stats st;
+        CHECK(tokd_generate(c, m, ps[i].toks, ps[i].n, &gp, &st, &err) == 0, "generate: %s", err.msg);
+    }
+    tokd_ctx_free(c);
+}
+
+/* Submit all prompts at once (optionally one at a time) and collect. */
+static void run_engine(tokd_engine *e, prompt *ps, int n, collector *cs, bool one_by_one) {
+    for (int i = 0; i < n; i++) {
+        coll_init(&cs[i]);
+        tokd_request_params rp;
+        tokd_request_params_default(&rp);
+        rp.prompt = ps[i].toks;
+        rp.n_prompt = ps[i].n;
+        rp.sampling.temperature = 0;
+        rp.max_tokens = N_GEN;
+        rp.on_event = on_event;
+        rp.ud = &cs[i];
+        uint64_t id;
+        tokd_err err;
+        int rc = tokd_engine_submit(e, &rp, &id, &err);
+        CHECK(rc == 0, "submit %d: %s", i, err.msg);
+        if (rc) cs[i].done = 1;
+        if (one_by_one) coll_wait(&cs[i]);
+    }
+    for (int i = 0; i < n; i++) coll_wait(&cs[i]);
+}
+
+static void wait_idle(tokd_engine *e) {
+    for (int i = 0; i < 2000 && tokd_engine_active(e) > 0; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    struct timespec ts = {0, 20000000}; /* one more step publishes the gauges */
+    nanosleep(&ts, NULL);
+}
+
+static void compare(const char *what, collector *cs, tokd_buf *ref, int n) {
+    int same = 0;
+    for (int i = 0; i < n; i++) {
+        bool eq = cs[i].text.len == ref[i].len && (!ref[i].len || !memcmp(cs[i].text.data, ref[i].data, ref[i].len));
+        same += eq;
+        if (!eq)
+            fprintf(stderr, "%s: request %d differs:\n  engine: %.*s\n  alone:  %.*s\n", what, i, (int)cs[i].text.len,
+                    cs[i].text.data ? cs[i].text.data : "", (int)ref[i].len, ref[i].data ? ref[i].data : "");
+        CHECK(cs[i].status == TOKD_REQ_OK, "%s: request %d status %d", what, i, cs[i].status);
+    }
+    CHECK(same == n, "%s: %d of %d identical", what, same, n);
+    printf("%s: %d/%d identical to running alone\n", what, same, n);
+}
+
+static void build_prompts(const tokd_model *m, prompt *ps) {
+    static const char *story =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+        "friend Tom. One day, they saw a big red ball under a tree. Lily wanted to kick the ball, but Tom said it "
+        "was not their ball. They looked around and saw a sad boy who had lost his ball. Lily and Tom gave the ball "
+        "back to the boy and he was very happy. They all played together until the sun went down and their moms "
+        "called them home for dinner. The next day the boy came back with a cake to say thank you, and they ate it "
+        "under the big tree.";
+    static const char *tails[N_REQ] = {
+        " Then the dog",     " The cat was",       " Tom said",        " Lily smiled and",  " The bird flew",
+        " They went to",     " Mom was happy",     " The sun was",     "Sam had a toy",     "The little fish",
+        "A big bear lived",  "There was a car",   "Ben and Mia",      "One morning, a",    "The tree was tall",
+        "In a small house"};
+    int32_t *pre = NULL;
+    size_t n_pre = 0;
+    tokd_err err;
+    tokd_tokenize(m->tok, story, strlen(story), true, false, &pre, &n_pre, &err);
+    CHECK(n_pre >= 200, "shared prefix has only %zu tokens", n_pre);
+    if (n_pre > 200) n_pre = 200;
+    for (int i = 0; i < N_REQ; i++) {
+        int32_t *t = NULL;
+        size_t nt = 0;
+        bool shared = i < 8;
+        tokd_tokenize(m->tok, tails[i], strlen(tails[i]), !shared, false, &t, &nt, &err);
+        ps[i].n = (int32_t)((shared ? n_pre : 0) + nt);
+        ps[i].toks = malloc((size_t)ps[i].n * sizeof(int32_t));
+        if (shared) memcpy(ps[i].toks, pre, n_pre * sizeof(int32_t));
+        memcpy(ps[i].toks + (shared ? n_pre : 0), t, nt * sizeof(int32_t));
+        free(t);
+    }
+    free(pre);
+}
+
+static void test_model(const char *file, bool full) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err;
+    tokd_model *m = tokd_model_load(path, &err);
+    CHECK(m != NULL, "load %s: %s", path, err.msg);
+    if (!m) return;
+    printf("== %s\n", file);
+    prompt ps[N_REQ];
+    build_prompts(m, ps);
+    tokd_buf ref[N_REQ] = {0};
+    reference(m, ps, N_REQ, ref);
+    collector cs[N_REQ];
+
+    /* 16 concurrent requests, then the same again with prefix-cache hits */
+    tokd_engine_params ep;
+    tokd_engine_params_default(&ep);
+    ep.max_seqs = 16;
+    ep.n_ctx = 1024;
+    ep.n_threads = 2;
+    ep.step_tokens = 128; /* forces chunked prefill of the 200-token prompts */
+    tokd_engine *e = tokd_engine_new(m, &ep, &err);
+    CHECK(e != NULL, "engine: %s", err.msg);
+    if (!e) return;
+    run_engine(e, ps, N_REQ, cs, false);
+    compare("concurrent", cs, ref, N_REQ);
+    int32_t first_cached = 0;
+    for (int i = 0; i < 8; i++) first_cached += cs[i].usage.n_cached;
+    for (int i = 0; i < N_REQ; i++) coll_free(&cs[i]);
+    run_engine(e, ps, N_REQ, cs, false);
+    compare("concurrent, prefix cache warm", cs, ref, N_REQ);
+    for (int i = 0; i < N_REQ; i++) {
+        int32_t want = (ps[i].n - 1) / 16 * 16; /* every full block but the one holding the last token */
+        CHECK(cs[i].usage.n_cached == want, "request %d: %d cached tokens, expected %d of %d", i, cs[i].usage.n_cached,
+              want, ps[i].n);
+        CHECK(cs[i].usage.n_cached >= (i < 8 ? 200 - 16 : 0), "request %d: cached %d", i, cs[i].usage.n_cached);
+    }
+    printf("cached tokens, shared-prefix requests: first wave %d, second wave %d (prefix 200)\n", first_cached,
+           cs[0].usage.n_cached);
+    for (int i = 0; i < N_REQ; i++) coll_free(&cs[i]);
+    /* one at a time through the engine, cache warm */
+    run_engine(e, ps, N_REQ, cs, true);
+    compare("sequential, prefix cache warm", cs, ref, N_REQ);
+    for (int i = 0; i < N_REQ; i++) coll_free(&cs[i]);
+    wait_idle(e);
+    tokd_engine_stats st;
+    tokd_engine_get_stats(e, &st);
+    CHECK(st.kv_used == 0 && st.kv_free + st.kv_cached == st.kv_blocks, "blocks: used %lld free %lld cached %lld of %lld",
+          (long long)st.kv_used, (long long)st.kv_free, (long long)st.kv_cached, (long long)st.kv_blocks);
+    CHECK(st.cached_tokens > 0, "no cache hits recorded");
+    tokd_buf met = {0};
+    tokd_engine_metrics(e, &met);
+    CHECK(met.data && strstr(met.data, "tokd_time_to_first_token_seconds_bucket"), "metrics text");
+    CHECK(met.data && strstr(met.data, "tokd_kv_blocks_cached"), "metrics text");
+    tokd_buf_free(&met);
+    tokd_engine_free(e);
+
+    if (full) {
+        /* preemption: pools far too small for the requests at once, with and without the cache */
+        for (int variant = 0; variant < 2; variant++) {
+            ep.n_blocks = variant ? 40 : 20;
+            ep.max_seqs = 8;
+            ep.no_prefix_cache = variant == 1;
+            e = tokd_engine_new(m, &ep, &err);
+            run_engine(e, ps, N_REQ, cs, false);
+            compare(variant ? "tiny KV pool, no prefix cache (preemption)" : "tiny KV pool, prefix cache (preemption)", cs,
+                    ref, N_REQ);
+            tokd_engine_get_stats(e, &st);
+            printf("pool %lld blocks: preemptions %llu, evictions %llu\n", (long long)st.kv_blocks,
+                   (unsigned long long)st.preemptions, (unsigned long long)st.evictions);
+            CHECK(st.preemptions > 0, "expected preemptions with a tiny pool");
+            for (int i = 0; i < N_REQ; i++) coll_free(&cs[i]);
+            wait_idle(e);
+            tokd_engine_get_stats(e, &st);
+            CHECK(st.kv_used == 0, "blocks still used after preemption run: %lld", (long long)st.kv_used);
+            if (variant == 0) tokd_engine_free(e);
+        }
+        ep.no_prefix_cache = false;
+
+        /* refusal: a prompt past the context, a request past the pool */
+        tokd_request_params rp;
+        tokd_request_params_default(&rp);
+        int32_t big[700];
+        for (int i = 0; i < 700; i++) big[i] = ps[0].toks[i % ps[0].n];
+        rp.prompt = big;
+        rp.n_prompt = 700; /* the context is capped at the pool: 640 positions */
+        rp.on_event = on_event;
+        collector dummy;
+        coll_init(&dummy);
+        rp.ud = &dummy;
+        uint64_t id;
+        int rc = tokd_engine_submit(e, &rp, &id, &err);
+        CHECK(rc == TOKD_ENGINE_ETOOBIG, "oversized prompt: rc %d", rc);
+        printf("refused: %s\n", err.msg);
+        CHECK(strstr(err.msg, "700") && strstr(err.msg, "640"), "message names both numbers: %s", err.msg);
+        rp.n_prompt = 100;
+        rp.ignore_eos = true;
+        rp.max_tokens = 100000;
+        rc = tokd_engine_submit(e, &rp, &id, &err);
+        /* max_tokens past the pool is capped by the context (itself capped by the pool): it fits */
+        CHECK(rc == 0, "max_tokens past the context: rc %d: %s", rc, err.msg);
+        if (rc == 0) coll_wait(&dummy);
+        CHECK(dummy.finish == TOKD_FINISH_CONTEXT || dummy.finish == TOKD_FINISH_EOG, "finish %d", dummy.finish);
+        coll_free(&dummy);
+        tokd_engine_free(e);
+
+        /* cancellation: every block comes back */
+        tokd_engine_params_default(&ep);
+        ep.max_seqs = 8;
+        ep.n_ctx = 1024;
+        ep.n_threads = 2;
+        e = tokd_engine_new(m, &ep, &err);
+        for (int i = 0; i < N_REQ; i++) {
+            coll_init(&cs[i]);
+            cs[i].cancel_engine = e;
+            cs[i].cancel_after = 1 + i % 5;
+            tokd_request_params_default(&rp);
+            rp.prompt = ps[i].toks;
+            rp.n_prompt = ps[i].n;
+            rp.max_tokens = 500;
+            rp.ignore_eos = true;
+            rp.on_event = on_event;
+            rp.ud = &cs[i];
+            CHECK(tokd_engine_submit(e, &rp, &id, &err) == 0, "submit: %s", err.msg);
+        }
+        int cancelled = 0;
+        for (int i = 0; i < N_REQ; i++) {
+            coll_wait(&cs[i]);
+            cancelled += cs[i].status == TOKD_REQ_CANCELLED;
+            CHECK(cs[i].n_tokens <= cs[i].cancel_after + 1, "request %d ran on after cancel: %d tokens", i, cs[i].n_tokens);
+            coll_free(&cs[i]);
+        }
+        CHECK(cancelled == N_REQ, "%d of %d cancelled", cancelled, N_REQ);
+        wait_idle(e);
+        tokd_engine_get_stats(e, &st);
+        CHECK(st.kv_used == 0 && st.kv_free + st.kv_cached == st.kv_blocks && st.running == 0 && st.waiting == 0,
+              "after cancel: used %lld free %lld cached %lld of %lld, running %d waiting %d", (long long)st.kv_used,
+              (long long)st.kv_free, (long long)st.kv_cached, (long long)st.kv_blocks, st.running, st.waiting);
+        printf("cancelled %d: blocks used %lld, free %lld, cached %lld of %lld\n", cancelled, (long long)st.kv_used,
+               (long long)st.kv_free, (long long)st.kv_cached, (long long)st.kv_blocks);
+        /* a request still queued when the engine stops gets DONE(cancelled) */
+        tokd_engine_free(e);
+    }
+    for (int i = 0; i < N_REQ; i++) {
+        free(ps[i].toks);
+        tokd_buf_free(&ref[i]);
+    }
+    tokd_model_free(m);
+}
+
+int main(void) {
+    test_model("stories260K.gguf", true);
+    test_model("tiny-llama-f32.gguf", true);
+    T_DONE();
+}
