@@ -11,16 +11,36 @@
 void jinja_default_limits(jinja_limits *lim) {
     lim->max_steps = 20u * 1000 * 1000;
     lim->max_output = 16u << 20;
-    lim->max_memory = 512u << 20;
-    lim->max_depth = 256;
+    lim->max_memory = 256u << 20;
+    lim->max_depth = 500;
+}
+
+typedef struct {
+    jmp_buf *fail;
+    tokd_err *err;
+    size_t limit;
+} parse_oom_ctx;
+
+static void parse_oom(void *ud) {
+    parse_oom_ctx *p = ud;
+    tokd_seterr(p->err, "1:1: template too large (parsing needs more than %zu bytes)", p->limit);
+    longjmp(*p->fail, 1);
+}
+
+static void render_oom(void *ud) {
+    jctx *c = ud;
+    c->arena.oom = NULL; /* formatting the error must not recurse here */
+    c->arena.limit = 0;
+    jx_fail(c, c->cur, "memory limit exceeded (%zu bytes)", c->lim.max_memory);
 }
 
 jinja_template *jinja_parse(const char *src, size_t len, tokd_err *err) {
     jinja_template *t = tokd_xcalloc(1, sizeof *t);
     jmp_buf fail;
-    t->arena.limit = (size_t)64 << 20 > len * 64 ? (size_t)64 << 20 : len * 64;
-    t->arena.fail = &fail;
-    t->arena.err = err;
+    parse_oom_ctx oc = {&fail, err, (size_t)64 << 20 > len * 64 ? (size_t)64 << 20 : len * 64};
+    t->arena.limit = oc.limit;
+    t->arena.oom = parse_oom;
+    t->arena.oom_ud = &oc;
     if (setjmp(fail)) {
         ja_free_all(&t->arena);
         free(t);
@@ -29,8 +49,8 @@ jinja_template *jinja_parse(const char *src, size_t len, tokd_err *err) {
     jtoks toks = {0};
     jinja_lex(&t->arena, &fail, err, src, len, &toks);
     jinja_parse_tokens(t, &fail, err, &toks);
-    t->arena.fail = NULL;
-    t->arena.err = NULL;
+    t->arena.oom = NULL;
+    t->arena.oom_ud = NULL;
     t->arena.limit = 0;
     return t;
 }
@@ -84,8 +104,8 @@ int jinja_render_json(const jinja_template *t, const char *context_json, size_t 
     c->err = err;
     c->now = getenv("TOKD_NOW");
     c->arena.limit = c->lim.max_memory;
-    c->arena.fail = &c->fail;
-    c->arena.err = err;
+    c->arena.oom = render_oom;
+    c->arena.oom_ud = c;
     *out = NULL;
     *out_len = 0;
     int rc;

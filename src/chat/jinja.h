@@ -26,7 +26,7 @@ typedef struct jinja_limits {
     int max_depth;      /* nesting of macro calls, expressions and data structures */
 } jinja_limits;
 
-/* Defaults: 20M steps, 16 MiB output, 512 MiB memory, depth 256. */
+/* Defaults: 20M steps, 16 MiB output, 256 MiB memory, depth 500. */
 void jinja_default_limits(jinja_limits *lim);
 
 /* Parse src (need not be NUL-terminated). NULL on error, with err set to "LINE:COL: msg". */

@@ -1771,7 +1771,7 @@ static jv *g_range(jctx *c, jv *self, jargs *a) {
     if (step == 0) jx_fail(c, AT, "range() arg 3 must not be zero");
     jv *r = jv_list(c, JL_LIST, 0);
     for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
-        jx_charge(c, 1);
+        jx_charge(c, 8); /* Python's range is lazy; ours is a list, so charge its memory too */
         jv_list_push(c, r, jv_int(c, i));
         if (__builtin_add_overflow(i, step, &i)) break;
     }

@@ -368,6 +368,7 @@ static void assign(jctx *c, jscope *s, const jnode *target, jv *v);
 
 jv *jx_eval(jctx *c, jscope *s, const jnode *e) {
     jx_charge(c, 1);
+    jx_enter(c, e); /* left-deep chains like 1+1+...+1 recurse here, not in the parser */
     const jnode *saved = c->cur;
     c->cur = e;
     jv *r = NULL;
@@ -495,6 +496,7 @@ jv *jx_eval(jctx *c, jscope *s, const jnode *e) {
     default: jx_fail(c, e, "internal error: statement in expression position");
     }
     c->cur = saved;
+    jx_leave(c);
     return r;
 }
 
@@ -539,12 +541,7 @@ static void exec_for(jctx *c, jscope *s, const jnode *n) {
         items = kept;
     }
     size_t len = items->l.n;
-    jv *outer_loop = jx_lookup(c, s, "loop");
-    int64_t depth = 1;
-    if (outer_loop && outer_loop->kind == JV_DICT && outer_loop->sub == JD_LOOP) {
-        jv *d = jv_dict_gets(outer_loop, "depth");
-        if (d) depth = d->i + 1;
-    }
+    int64_t depth = 1; /* only recursive loops (unsupported) go deeper */
     for (size_t i = 0; i < len; i++) {
         jx_charge(c, 1);
         jscope *ls = new_scope(c, s);

@@ -25,8 +25,8 @@ typedef struct jarena {
     jarena_chunk *head;
     size_t used;  /* bytes handed out in total */
     size_t limit; /* 0 = none */
-    jmp_buf *fail; /* where to go when the limit is hit */
-    tokd_err *err;
+    void (*oom)(void *ud); /* called when the limit is hit; must not return */
+    void *oom_ud;
 } jarena;
 
 void *ja_alloc(jarena *a, size_t n);                 /* zeroed, 16-byte aligned */

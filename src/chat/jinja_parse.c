@@ -104,6 +104,15 @@ static jnode *mk(parser *P, jnode_kind k, const jtok *t) {
     return n;
 }
 
+/* a node placed where the expression it extends begins (x.y, x[0], f(...)) */
+static jnode *mk_at(parser *P, jnode_kind k, const jnode *start) {
+    jnode *n = ja_alloc(P->a, sizeof(jnode));
+    n->kind = k;
+    n->line = start->line;
+    n->col = start->col;
+    return n;
+}
+
 static void nv_push(parser *P, nvec *v, jnode *x, const char *name) {
     if (v->n == v->cap) {
         size_t nc = v->cap ? v->cap * 2 : 4;
@@ -153,8 +162,8 @@ static void parse_call_args(parser *P, nvec *pos, nvec *kw) {
 }
 
 static jnode *parse_call(parser *P, jnode *callee) {
-    jtok *t = advance(P); /* ( */
-    jnode *n = mk(P, E_CALL, t);
+    advance(P); /* ( */
+    jnode *n = mk_at(P, E_CALL, callee);
     n->a = callee;
     nvec pos = {0}, kw = {0};
     parse_call_args(P, &pos, &kw);
@@ -172,13 +181,13 @@ static jnode *parse_subscript(parser *P, jnode *obj, const jtok *t) {
         start = parse_expr(P, true);
         if (!tok_op(cur(P), ":")) {
             expect_op(P, "]");
-            jnode *n = mk(P, E_GETITEM, t);
+            jnode *n = mk_at(P, E_GETITEM, obj);
             n->a = obj;
             n->b = start;
             return n;
         }
     }
-    jnode *n = mk(P, E_SLICE, t);
+    jnode *n = mk_at(P, E_SLICE, obj);
     n->a = obj;
     n->b = start;
     expect_op(P, ":");
@@ -197,13 +206,13 @@ static jnode *parse_postfix(parser *P, jnode *node) {
             jtok *a = cur(P);
             if (a->kind == TK_NAME) {
                 advance(P);
-                jnode *n = mk(P, E_GETATTR, t);
+                jnode *n = mk_at(P, E_GETATTR, node);
                 n->a = node;
                 n->s = a->s;
                 node = n;
             } else if (a->kind == TK_INT) {
                 advance(P);
-                jnode *n = mk(P, E_GETITEM, t);
+                jnode *n = mk_at(P, E_GETITEM, node);
                 n->a = node;
                 n->b = mk(P, E_CONST, a);
                 n->b->v = const_new(P, JV_INT);

@@ -24,8 +24,8 @@ struct jarena_chunk {
 #define JA_CHUNK (64 * 1024)
 
 static void ja_oom(jarena *a) {
-    if (a->err) tokd_seterr(a->err, "memory limit exceeded (%zu bytes)", a->limit);
-    if (a->fail) longjmp(*a->fail, 1);
+    if (a->oom) a->oom(a->oom_ud);
+    fprintf(stderr, "tokd: out of memory\n");
     abort();
 }
 
@@ -261,8 +261,15 @@ bool jv_truthy(jctx *c, jv *v) {
     }
 }
 
-bool jv_equal(jctx *c, jv *a, jv *b) {
+static bool equal_depth(jctx *c, jv *a, jv *b, int depth);
+bool jv_equal(jctx *c, jv *a, jv *b) { return equal_depth(c, a, b, 0); }
+
+static bool equal_depth(jctx *c, jv *a, jv *b, int depth) {
     if (a == b) return true;
+    if (depth > (c ? c->lim.max_depth : 256)) {
+        if (c) jx_fail(c, c->cur, "values nested too deeply to compare");
+        return false;
+    }
     if (jv_is_num(a) && jv_is_num(b)) {
         if (a->kind != JV_FLOAT && b->kind != JV_FLOAT) return jv_intval(a) == jv_intval(b);
         return jv_num(a) == jv_num(b);
@@ -276,14 +283,14 @@ bool jv_equal(jctx *c, jv *a, jv *b) {
         if (a->sub != b->sub || a->sub == JL_GEN || a->l.n != b->l.n) return false;
         if (c) jx_charge(c, a->l.n);
         for (size_t i = 0; i < a->l.n; i++)
-            if (!jv_equal(c, a->l.a[i], b->l.a[i])) return false;
+            if (!equal_depth(c, a->l.a[i], b->l.a[i], depth + 1)) return false;
         return true;
     case JV_DICT:
         if (a->sub != JD_DICT || b->sub != JD_DICT || a->d.n != b->d.n) return false;
         if (c) jx_charge(c, a->d.n * a->d.n / 8);
         for (size_t i = 0; i < a->d.n; i++) {
             jv *o = jv_dict_get(b, a->d.k[i]);
-            if (!o || !jv_equal(c, a->d.v[i], o)) return false;
+            if (!o || !equal_depth(c, a->d.v[i], o, depth + 1)) return false;
         }
         return true;
     default: return false;
