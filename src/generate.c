@@ -134,8 +134,9 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
         tokd_buf_clear(&piece);
         tokd_detok_flush(dt, &piece);
         if (stop) {
-            if (piece.len && tokd_stop_push(stop, piece.data, piece.len, &out)) st->finish = TOKD_FINISH_STOP;
-            else tokd_stop_flush(stop, &out);
+            /* flush may still complete a stop string ("ab" held for "abc" and "b") */
+            if ((piece.len && tokd_stop_push(stop, piece.data, piece.len, &out)) || tokd_stop_flush(stop, &out))
+                st->finish = TOKD_FINISH_STOP;
         } else if (piece.len) {
             tokd_buf_append(&out, piece.data, piece.len);
         }
