@@ -69,10 +69,13 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
     tokd_buf piece = {0}, out = {0};
     int rc = 0;
 
-    tokd_seq_truncate(c, p->seq, 0);
+    int32_t keep = p->n_keep < 0 ? 0 : p->n_keep;
+    if (keep > n_prompt - 1) keep = n_prompt - 1;
+    if (keep > tokd_seq_len(c, p->seq)) keep = tokd_seq_len(c, p->seq);
+    tokd_seq_truncate(c, p->seq, keep);
     tokd_sampler_accept_prompt(smp, prompt, n_prompt);
     double t0 = tokd_now();
-    for (int32_t i = 0; i < n_prompt; i += n_batch) {
+    for (int32_t i = keep; i < n_prompt; i += n_batch) {
         int32_t n = n_prompt - i < n_batch ? n_prompt - i : n_batch;
         for (int32_t k = 0; k < n; k++)
             batch[k] = (tokd_batch_entry){prompt[i + k], i + k, p->seq, i + k == n_prompt - 1};
@@ -95,6 +98,7 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
         }
         t_prev = t;
         st->n_gen++;
+        if (p->on_token) p->on_token(p->ud, tok);
         if (tokd_token_is_eog(m->tok, tok)) {
             st->finish = TOKD_FINISH_EOG;
             break;

@@ -29,7 +29,11 @@ typedef struct {
     double time_limit_s;        /* <= 0: none */
     int32_t seq;                /* sequence slot of the context to use (it is reset first) */
     void (*on_text)(void *ud, const char *text, size_t len); /* called with each safe chunk */
+    void (*on_token)(void *ud, int32_t token);                /* each sampled token (optional) */
     void *ud;
+    int32_t n_keep;             /* the sequence already holds prompt[0, n_keep) (e.g. the shared
+                                   part of a chat's previous turn); it is kept, the rest of the
+                                   prompt is evaluated. Clamped to n_prompt - 1. */
 } tokd_gen_params;
 void tokd_gen_params_default(tokd_gen_params *p);
 
