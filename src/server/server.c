@@ -1,0 +1,1221 @@
+/* server.c — see server.h.
+ *
+ * A request becomes a `job`: one engine request per choice (prompts x n). Engine events
+ * arrive on the scheduler thread and are only copied into the job's event list under its
+ * lock; all JSON is built on the connection's own thread, which pops the events and
+ * either writes SSE chunks (streaming) or accumulates the final response. A job is
+ * reference counted: one reference for the connection, one per engine request still
+ * running, so neither side can free it under the other. */
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/chatml.h"
+#include "unicode_utf8.h"
+
+void tokd_server_params_default(tokd_server_params *p) {
+    memset(p, 0, sizeof *p);
+    p->host = "127.0.0.1";
+    p->port = 8080;
+    p->model_id = "tokd";
+    p->timeout_s = 30;
+    p->max_body = 8u << 20;
+    p->shutdown_grace_s = 30;
+    p->max_connections = 512;
+    p->max_choices = 16;
+}
+
+enum { C_200, C_400, C_401, C_404, C_405, C_408, C_413, C_429, C_500, C_503, C_OTHER, N_CODES };
+static const int code_of[N_CODES] = {200, 400, 401, 404, 405, 408, 413, 429, 500, 503, 0};
+
+typedef struct {
+    tokd_engine *e;
+    const tokd_model *m;
+    tokd_server_params p;
+    struct MHD_Daemon *d;
+    atomic_int draining;
+    atomic_int n_jobs;
+    atomic_ullong codes[N_CODES];
+    atomic_ullong n_disconnects;
+    atomic_ullong next_job;
+} server;
+
+/* ---- per-connection state -------------------------------------------------------------- */
+
+typedef struct {
+    tokd_buf body;
+    double t_start;
+    bool too_big, responded;
+} conn_state;
+
+/* ---- jobs ------------------------------------------------------------------------------ */
+
+typedef struct ev_rec {
+    struct ev_rec *next;
+    int choice;
+    tokd_event_kind kind;
+    char *text;
+    size_t len;
+    int32_t token;
+    bool has_lp;
+    float logprob;
+    int n_top;
+    tokd_token_logprob top[TOKD_SAMPLER_MAX_LOGPROBS];
+    tokd_req_status status;
+    tokd_finish finish;
+    tokd_usage usage;
+    char *error;
+} ev_rec;
+
+typedef struct job job;
+typedef struct {
+    job *j;
+    int choice;
+} choice_ud;
+
+struct job {
+    server *s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    int n_choices, n_done, n, n_prompts;
+    uint64_t *ids;
+    bool *submitted;
+    choice_ud *uds;
+    ev_rec *head, *tail;
+    bool chat, stream, include_usage;
+    int n_lp;        /* alternatives per token; -1: no logprobs */
+    char id[48];
+    long created;
+    struct MHD_Connection *conn;
+    /* connection side */
+    tokd_buf out;
+    size_t out_off;
+    bool finished, role_sent_all;
+    bool *role_sent;
+    tokd_buf *texts;
+    const char **finish;
+    tokd_usage *usage;
+    cJSON **lps; /* per choice: chat content array / completions logprobs object */
+    size_t *text_off;
+    char error[512];
+    bool any_error;
+};
+
+static void job_release(job *j) {
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    for (ev_rec *r = j->head, *n; r; r = n) {
+        n = r->next;
+        free(r->text);
+        free(r->error);
+        free(r);
+    }
+    for (int i = 0; i < j->n_choices; i++) {
+        tokd_buf_free(&j->texts[i]);
+        cJSON_Delete(j->lps[i]);
+    }
+    atomic_fetch_sub(&j->s->n_jobs, 1);
+    tokd_buf_free(&j->out);
+    free(j->ids);
+    free(j->submitted);
+    free(j->uds);
+    free(j->role_sent);
+    free(j->texts);
+    free(j->finish);
+    free(j->usage);
+    free(j->lps);
+    free(j->text_off);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+static job *job_new(server *s, int n_choices, bool chat) {
+    job *j = tokd_xcalloc(1, sizeof *j);
+    j->s = s;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    j->n_choices = n_choices;
+    j->chat = chat;
+    j->n_lp = -1;
+    j->ids = tokd_xcalloc((size_t)n_choices, sizeof *j->ids);
+    j->submitted = tokd_xcalloc((size_t)n_choices, sizeof *j->submitted);
+    j->uds = tokd_xcalloc((size_t)n_choices, sizeof *j->uds);
+    j->role_sent = tokd_xcalloc((size_t)n_choices, sizeof *j->role_sent);
+    j->texts = tokd_xcalloc((size_t)n_choices, sizeof *j->texts);
+    j->finish = tokd_xcalloc((size_t)n_choices, sizeof *j->finish);
+    j->usage = tokd_xcalloc((size_t)n_choices, sizeof *j->usage);
+    j->lps = tokd_xcalloc((size_t)n_choices, sizeof *j->lps);
+    j->text_off = tokd_xcalloc((size_t)n_choices, sizeof *j->text_off);
+    j->created = (long)time(NULL);
+    unsigned long long n = atomic_fetch_add(&s->next_job, 1);
+    snprintf(j->id, sizeof j->id, "%s-%llx%08llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)j->created, n);
+    atomic_fetch_add(&s->n_jobs, 1);
+    return j;
+}
+
+/* Engine callback (scheduler thread): copy the event, wake the connection. */
+static void on_event(void *ud, const tokd_event *ev) {
+    choice_ud *cu = ud;
+    job *j = cu->j;
+    ev_rec *r = tokd_xcalloc(1, sizeof *r);
+    r->choice = cu->choice;
+    r->kind = ev->kind;
+    if (ev->len) {
+        r->text = tokd_xmalloc(ev->len);
+        memcpy(r->text, ev->text, ev->len);
+        r->len = ev->len;
+    }
+    r->token = ev->token;
+    if (ev->kind == TOKD_EV_TOKEN && ev->sample) {
+        r->has_lp = true;
+        r->logprob = ev->sample->logprob;
+        r->n_top = ev->sample->n_top;
+        memcpy(r->top, ev->sample->top, sizeof r->top);
+    }
+    if (ev->kind == TOKD_EV_DONE) {
+        r->status = ev->status;
+        r->finish = ev->finish;
+        r->usage = *ev->usage;
+        if (ev->error) r->error = tokd_xstrdup(ev->error);
+    }
+    pthread_mutex_lock(&j->mu);
+    if (j->tail) j->tail->next = r;
+    else j->head = r;
+    j->tail = r;
+    if (ev->kind == TOKD_EV_DONE) j->n_done++;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (ev->kind == TOKD_EV_DONE) job_release(j);
+}
+
+static void job_cancel(job *j) {
+    for (int i = 0; i < j->n_choices; i++)
+        if (j->submitted[i]) tokd_engine_cancel(j->s->e, j->ids[i]);
+}
+
+static bool client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    char b;
+    ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return true;
+    return r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* ---- JSON helpers ------------------------------------------------------------------------ */
+
+/* Valid UTF-8 for JSON: invalid bytes and NUL become U+FFFD. */
+static char *utf8_safe(const char *s, size_t n) {
+    tokd_buf b = {0};
+    tokd_buf_append(&b, "", 0);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int l = tokd_utf8_decode((const uint8_t *)s + i, n - i, &cp);
+        if (l > 0 && cp != 0) {
+            tokd_buf_append(&b, s + i, (size_t)l);
+            i += (size_t)l;
+        } else {
+            tokd_buf_append(&b, "\xEF\xBF\xBD", 3);
+            i++;
+        }
+    }
+    if (!b.data) return tokd_xstrdup("");
+    return b.data;
+}
+
+static cJSON *json_str(const char *s, size_t n) {
+    char *t = utf8_safe(s, n);
+    cJSON *o = cJSON_CreateString(t);
+    free(t);
+    return o;
+}
+
+static void add_str_n(cJSON *o, const char *k, const char *s, size_t n) { cJSON_AddItemToObject(o, k, json_str(s, n)); }
+
+static char *token_text(const tokd_model *m, int32_t tok, size_t *n) {
+    char buf[256];
+    size_t len = tokd_token_piece(m->tok, tok, false, buf, sizeof buf);
+    if (len > sizeof buf) len = sizeof buf;
+    *n = len;
+    char *r = tokd_xmalloc(len + 1);
+    memcpy(r, buf, len);
+    r[len] = 0;
+    return r;
+}
+
+static cJSON *bytes_array(const char *s, size_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)s[i]));
+    return a;
+}
+
+static double finite_lp(float lp) { return isfinite(lp) ? lp : -9999.0; }
+
+/* ---- responses --------------------------------------------------------------------------- */
+
+static enum MHD_Result send_text(server *s, struct MHD_Connection *c, int status, const char *ctype, const char *body,
+                                 size_t len, const char *retry_after) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    int k = C_OTHER;
+    for (int i = 0; i < N_CODES - 1; i++)
+        if (code_of[i] == status) k = i;
+    atomic_fetch_add(&s->codes[k], 1);
+    return rc;
+}
+
+static enum MHD_Result send_json(server *s, struct MHD_Connection *c, int status, cJSON *o) {
+    char *t = cJSON_PrintUnformatted(o);
+    enum MHD_Result rc = send_text(s, c, status, "application/json", t ? t : "{}", t ? strlen(t) : 2, NULL);
+    free(t);
+    cJSON_Delete(o);
+    return rc;
+}
+
+static cJSON *error_obj(const char *msg, const char *type, const char *param, const char *code) {
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    add_str_n(e, "message", msg, strlen(msg));
+    cJSON_AddStringToObject(e, "type", type);
+    if (param) cJSON_AddStringToObject(e, "param", param);
+    else cJSON_AddNullToObject(e, "param");
+    if (code) cJSON_AddStringToObject(e, "code", code);
+    else cJSON_AddNullToObject(e, "code");
+    return o;
+}
+
+static enum MHD_Result send_error(server *s, struct MHD_Connection *c, int status, const char *msg, const char *param,
+                                  const char *code) {
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 404 ? "not_found_error"
+                       : status == 429 ? "rate_limit_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    cJSON *o = error_obj(msg, type, param, code);
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    const char *retry = (status == 429 || status == 503) ? "1" : NULL;
+    enum MHD_Result rc = send_text(s, c, status, "application/json", t, strlen(t), retry);
+    free(t);
+    return rc;
+}
+
+/* ---- request parsing ---------------------------------------------------------------------- */
+
+typedef struct {
+    char msg[400];
+    const char *param;
+    int status;
+    const char *code;
+} perr;
+
+static int fail(perr *pe, int status, const char *param, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(perr *pe, int status, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pe->msg, sizeof pe->msg, fmt, ap);
+    va_end(ap);
+    pe->param = param;
+    pe->status = status;
+    return -1;
+}
+
+static bool present(const cJSON *o) { return o && !cJSON_IsNull(o); }
+
+static int get_num(const cJSON *root, const char *k, double lo, double hi, double *out, perr *pe) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, k);
+    if (!present(v)) return 0;
+    if (!cJSON_IsNumber(v)) return fail(pe, 400, k, "'%s' must be a number", k);
+    double d = v->valuedouble;
+    if (!isfinite(d) || d < lo || d > hi) return fail(pe, 400, k, "'%s' must be between %g and %g", k, lo, hi);
+    *out = d;
+    return 1;
+}
+
+static int get_int(const cJSON *root, const char *k, double lo, double hi, int64_t *out, perr *pe) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, k);
+    if (!present(v)) return 0;
+    if (!cJSON_IsNumber(v)) return fail(pe, 400, k, "'%s' must be an integer", k);
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d)) return fail(pe, 400, k, "'%s' must be an integer", k);
+    if (d < lo || d > hi) return fail(pe, 400, k, "'%s' must be between %.0f and %.0f", k, lo, hi);
+    *out = (int64_t)d;
+    return 1;
+}
+
+static int get_bool(const cJSON *root, const char *k, bool *out, perr *pe) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, k);
+    if (!present(v)) return 0;
+    if (!cJSON_IsBool(v)) return fail(pe, 400, k, "'%s' must be a boolean", k);
+    *out = cJSON_IsTrue(v);
+    return 1;
+}
+
+static int check_utf8(const char *s, const char *param, perr *pe) {
+    if (!tokd_utf8_valid(s, strlen(s))) return fail(pe, 400, param, "'%s' is not valid UTF-8", param);
+    return 0;
+}
+
+typedef struct {
+    tokd_sampler_params sp;
+    tokd_logit_bias bias[1024];
+    int64_t max_tokens;
+    int64_t n;
+    const char *stop[16];
+    int n_stop;
+    bool stream, include_usage, ignore_eos;
+    int n_lp; /* -1 none */
+    int32_t **prompts;
+    int32_t *n_prompt;
+    int n_prompts;
+} gen_opts;
+
+static void opts_free(gen_opts *o) {
+    for (int i = 0; i < o->n_prompts; i++) free(o->prompts[i]);
+    free(o->prompts);
+    free(o->n_prompt);
+}
+
+static void add_prompt(gen_opts *o, int32_t *toks, int32_t n) {
+    o->prompts = tokd_xrealloc(o->prompts, (size_t)(o->n_prompts + 1) * sizeof *o->prompts);
+    o->n_prompt = tokd_xrealloc(o->n_prompt, (size_t)(o->n_prompts + 1) * sizeof *o->n_prompt);
+    o->prompts[o->n_prompts] = toks;
+    o->n_prompt[o->n_prompts++] = n;
+}
+
+static int tokenize_into(server *s, gen_opts *o, const char *text, bool add_special, bool parse_special, perr *pe) {
+    int32_t *toks = NULL;
+    size_t n = 0;
+    tokd_err err;
+    if (tokd_tokenize(s->m->tok, text, strlen(text), add_special, parse_special, &toks, &n, &err))
+        return fail(pe, 400, "prompt", "cannot tokenize the prompt: %s", err.msg);
+    if (n == 0) {
+        free(toks);
+        return fail(pe, 400, "prompt", "the prompt is empty");
+    }
+    add_prompt(o, toks, (int32_t)n);
+    return 0;
+}
+
+static int parse_token_list(server *s, gen_opts *o, const cJSON *arr, perr *pe) {
+    int n = cJSON_GetArraySize(arr);
+    if (n <= 0) return fail(pe, 400, "prompt", "the prompt is empty");
+    int32_t *t = tokd_xmalloc((size_t)n * sizeof *t);
+    int i = 0;
+    for (const cJSON *v = arr->child; v; v = v->next, i++) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
+            v->valuedouble >= s->m->hp.n_vocab) {
+            free(t);
+            return fail(pe, 400, "prompt", "prompt token at index %d is not a token id (0..%d)", i, s->m->hp.n_vocab - 1);
+        }
+        t[i] = (int32_t)v->valuedouble;
+    }
+    add_prompt(o, t, n);
+    return 0;
+}
+
+static int parse_prompt(server *s, gen_opts *o, const cJSON *root, perr *pe) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+    if (!present(p)) return fail(pe, 400, "prompt", "'prompt' is required");
+    if (cJSON_IsString(p)) {
+        if (check_utf8(p->valuestring, "prompt", pe)) return -1;
+        return tokenize_into(s, o, p->valuestring, true, false, pe);
+    }
+    if (!cJSON_IsArray(p) || !p->child) return fail(pe, 400, "prompt", "'prompt' must be a string, a list of strings or token ids");
+    if (cJSON_IsNumber(p->child)) return parse_token_list(s, o, p, pe);
+    if (cJSON_GetArraySize(p) > s->p.max_choices) return fail(pe, 400, "prompt", "at most %d prompts per request", s->p.max_choices);
+    for (const cJSON *v = p->child; v; v = v->next) {
+        if (cJSON_IsString(v)) {
+            if (check_utf8(v->valuestring, "prompt", pe) || tokenize_into(s, o, v->valuestring, true, false, pe)) return -1;
+        } else if (cJSON_IsArray(v)) {
+            if (parse_token_list(s, o, v, pe)) return -1;
+        } else {
+            return fail(pe, 400, "prompt", "'prompt' must be a string, a list of strings or token ids");
+        }
+    }
+    return 0;
+}
+
+static int parse_messages(server *s, gen_opts *o, const cJSON *root, perr *pe) {
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!cJSON_IsArray(ms) || !ms->child) return fail(pe, 400, "messages", "'messages' must be a non-empty array");
+    int n = cJSON_GetArraySize(ms);
+    tokd_server_msg *msgs = tokd_xcalloc((size_t)n, sizeof *msgs);
+    char **owned = tokd_xcalloc((size_t)n, sizeof *owned);
+    int i = 0, rc = 0;
+    for (const cJSON *m = ms->child; m; m = m->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
+            rc = fail(pe, 400, "messages", "messages[%d] must be an object with a string 'role'", i);
+            break;
+        }
+        const char *r = role->valuestring;
+        if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
+            rc = fail(pe, 400, "messages", "messages[%d].role must be system, developer, user, assistant or tool", i);
+            break;
+        }
+        msgs[i].role = r;
+        if (!present(content)) {
+            msgs[i].content = "";
+        } else if (cJSON_IsString(content)) {
+            msgs[i].content = content->valuestring;
+        } else if (cJSON_IsArray(content)) {
+            tokd_buf b = {0};
+            tokd_buf_append(&b, "", 0);
+            for (const cJSON *part = content->child; part; part = part->next) {
+                const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"), *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+                if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+                    rc = fail(pe, 400, "messages", "messages[%d].content: only text parts are supported", i);
+                    break;
+                }
+                tokd_buf_append(&b, text->valuestring, strlen(text->valuestring));
+            }
+            owned[i] = b.data;
+            msgs[i].content = b.data;
+            if (rc) break;
+        } else {
+            rc = fail(pe, 400, "messages", "messages[%d].content must be a string or an array of parts", i);
+            break;
+        }
+        if (!tokd_utf8_valid(msgs[i].content, strlen(msgs[i].content))) {
+            rc = fail(pe, 400, "messages", "messages[%d].content is not valid UTF-8", i);
+            break;
+        }
+    }
+    if (!rc) {
+        tokd_buf text = {0};
+        tokd_server_chatml(msgs, n, true, &text);
+        rc = tokenize_into(s, o, text.data ? text.data : "", true, true, pe);
+        tokd_buf_free(&text);
+    }
+    for (int k = 0; k < n; k++) free(owned[k]);
+    free(owned);
+    free(msgs);
+    return rc;
+}
+
+static int parse_opts(server *s, const cJSON *root, bool chat, gen_opts *o, perr *pe) {
+    memset(o, 0, sizeof *o);
+    tokd_sampler_params_default(&o->sp);
+    o->sp.temperature = 1.0f;
+    o->sp.top_k = 0;
+    o->sp.top_p = 1.0f;
+    o->sp.min_p = 0.0f;
+    o->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)atomic_fetch_add(&s->next_job, 0) << 32);
+    o->max_tokens = chat ? -1 : 16;
+    o->n = 1;
+    o->n_lp = -1;
+    if (!cJSON_IsObject(root)) return fail(pe, 400, NULL, "the request body must be a JSON object");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (present(model)) {
+        if (!cJSON_IsString(model)) return fail(pe, 400, "model", "'model' must be a string");
+        if (strcmp(model->valuestring, s->p.model_id)) {
+            pe->code = "model_not_found";
+            return fail(pe, 404, "model", "the model '%.200s' does not exist (this server has '%.100s')", model->valuestring, s->p.model_id);
+        }
+    }
+    double d;
+    int64_t v;
+    int r;
+    if ((r = get_int(root, "max_tokens", 0, 1e9, &v, pe)) < 0) return -1;
+    if (r) o->max_tokens = v;
+    if ((r = get_int(root, "max_completion_tokens", 0, 1e9, &v, pe)) < 0) return -1;
+    if (r) o->max_tokens = v;
+    if (o->max_tokens == 0) return fail(pe, 400, "max_tokens", "'max_tokens' must be at least 1");
+    if ((r = get_num(root, "temperature", 0, 2, &d, pe)) < 0) return -1;
+    if (r) o->sp.temperature = (float)d;
+    if ((r = get_num(root, "top_p", 0, 1, &d, pe)) < 0) return -1;
+    if (r) o->sp.top_p = (float)d;
+    if ((r = get_int(root, "top_k", -1, 1e6, &v, pe)) < 0) return -1;
+    if (r) o->sp.top_k = (int32_t)v;
+    if ((r = get_num(root, "min_p", 0, 1, &d, pe)) < 0) return -1;
+    if (r) o->sp.min_p = (float)d;
+    if ((r = get_num(root, "presence_penalty", -2, 2, &d, pe)) < 0) return -1;
+    if (r) o->sp.presence_penalty = (float)d;
+    if ((r = get_num(root, "frequency_penalty", -2, 2, &d, pe)) < 0) return -1;
+    if (r) o->sp.frequency_penalty = (float)d;
+    if ((r = get_num(root, "repetition_penalty", 0.01, 10, &d, pe)) < 0) return -1;
+    if (r) o->sp.repeat_penalty = (float)d;
+    if ((r = get_int(root, "seed", -9007199254740992.0, 9007199254740992.0, &v, pe)) < 0) return -1;
+    if (r) o->sp.seed = (uint64_t)v;
+    if ((r = get_int(root, "n", 1, s->p.max_choices, &v, pe)) < 0) return -1;
+    if (r) o->n = v;
+    if (get_bool(root, "stream", &o->stream, pe) < 0 || get_bool(root, "ignore_eos", &o->ignore_eos, pe) < 0) return -1;
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+    if (present(so)) {
+        if (!cJSON_IsObject(so)) return fail(pe, 400, "stream_options", "'stream_options' must be an object");
+        if (get_bool(so, "include_usage", &o->include_usage, pe) < 0) return -1;
+    }
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
+    if (present(user) && !cJSON_IsString(user)) return fail(pe, 400, "user", "'user' must be a string");
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(root, "stop");
+    if (present(stop)) {
+        if (cJSON_IsString(stop)) {
+            if (check_utf8(stop->valuestring, "stop", pe)) return -1;
+            if (*stop->valuestring) o->stop[o->n_stop++] = stop->valuestring;
+        } else if (cJSON_IsArray(stop)) {
+            if (cJSON_GetArraySize(stop) > 16) return fail(pe, 400, "stop", "at most 16 stop strings");
+            for (const cJSON *x = stop->child; x; x = x->next) {
+                if (!cJSON_IsString(x)) return fail(pe, 400, "stop", "'stop' must be a string or a list of strings");
+                if (check_utf8(x->valuestring, "stop", pe)) return -1;
+                if (*x->valuestring) o->stop[o->n_stop++] = x->valuestring;
+            }
+        } else {
+            return fail(pe, 400, "stop", "'stop' must be a string or a list of strings");
+        }
+    }
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
+    if (present(lb)) {
+        if (!cJSON_IsObject(lb)) return fail(pe, 400, "logit_bias", "'logit_bias' must be an object of token id -> bias");
+        for (const cJSON *x = lb->child; x; x = x->next) {
+            char *end;
+            errno = 0;
+            long id = strtol(x->string, &end, 10);
+            if (o->sp.n_logit_bias >= 1024) return fail(pe, 400, "logit_bias", "at most 1024 logit_bias entries");
+            if (errno || end == x->string || *end || id < 0 || id >= s->m->hp.n_vocab)
+                return fail(pe, 400, "logit_bias", "logit_bias key '%.40s' is not a token id (0..%d)", x->string, s->m->hp.n_vocab - 1);
+            if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < -100 || x->valuedouble > 100)
+                return fail(pe, 400, "logit_bias", "logit_bias values must be numbers between -100 and 100");
+            o->bias[o->sp.n_logit_bias].token = (int32_t)id;
+            o->bias[o->sp.n_logit_bias++].bias = x->valuedouble <= -100 ? -INFINITY : (float)x->valuedouble;
+        }
+        o->sp.logit_bias = o->bias;
+    }
+    if (chat) {
+        bool lp = false;
+        if (get_bool(root, "logprobs", &lp, pe) < 0) return -1;
+        if ((r = get_int(root, "top_logprobs", 0, TOKD_SAMPLER_MAX_LOGPROBS, &v, pe)) < 0) return -1;
+        if (r && !lp) return fail(pe, 400, "top_logprobs", "'top_logprobs' requires 'logprobs': true");
+        if (lp) o->n_lp = r ? (int)v : 0;
+    } else {
+        if ((r = get_int(root, "logprobs", 0, TOKD_SAMPLER_MAX_LOGPROBS, &v, pe)) < 0) return -1;
+        if (r) o->n_lp = (int)v;
+    }
+    o->sp.n_logprobs = o->n_lp > 0 ? o->n_lp : (o->n_lp == 0 ? 1 : 0); /* 1 so that the chosen token's logprob is computed */
+    if (chat ? parse_messages(s, o, root, pe) : parse_prompt(s, o, root, pe)) return -1;
+    if ((int64_t)o->n_prompts * o->n > s->p.max_choices)
+        return fail(pe, 400, "n", "prompts x n is %lld, at most %d choices per request", (long long)o->n_prompts * o->n,
+                    s->p.max_choices);
+    return 0;
+}
+
+/* ---- formatting events ------------------------------------------------------------------- */
+
+static const char *finish_openai(tokd_finish f) {
+    return (f == TOKD_FINISH_EOG || f == TOKD_FINISH_STOP) ? "stop" : "length";
+}
+
+/* Logprob entry for one token: chat "content" element, or appended to the completions arrays. */
+static void lp_add(job *j, int choice, const ev_rec *r) {
+    const tokd_model *m = j->s->m;
+    size_t n;
+    char *t = token_text(m, r->token, &n);
+    if (j->chat) {
+        if (!j->lps[choice]) j->lps[choice] = cJSON_CreateArray();
+        cJSON *e = cJSON_CreateObject();
+        add_str_n(e, "token", t, n);
+        cJSON_AddNumberToObject(e, "logprob", finite_lp(r->logprob));
+        cJSON_AddItemToObject(e, "bytes", bytes_array(t, n));
+        cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+        for (int k = 0; k < r->n_top && k < j->n_lp; k++) {
+            size_t tn;
+            char *tt = token_text(m, r->top[k].token, &tn);
+            cJSON *x = cJSON_CreateObject();
+            add_str_n(x, "token", tt, tn);
+            cJSON_AddNumberToObject(x, "logprob", finite_lp(r->top[k].logprob));
+            cJSON_AddItemToObject(x, "bytes", bytes_array(tt, tn));
+            cJSON_AddItemToArray(top, x);
+            free(tt);
+        }
+        cJSON_AddItemToArray(j->lps[choice], e);
+    } else {
+        if (!j->lps[choice]) {
+            j->lps[choice] = cJSON_CreateObject();
+            cJSON_AddArrayToObject(j->lps[choice], "tokens");
+            cJSON_AddArrayToObject(j->lps[choice], "token_logprobs");
+            cJSON_AddArrayToObject(j->lps[choice], "top_logprobs");
+            cJSON_AddArrayToObject(j->lps[choice], "text_offset");
+        }
+        cJSON *o = j->lps[choice];
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "tokens"), json_str(t, n));
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "token_logprobs"), cJSON_CreateNumber(finite_lp(r->logprob)));
+        cJSON *top = cJSON_CreateObject();
+        for (int k = 0; k < r->n_top && k < j->n_lp; k++) {
+            size_t tn;
+            char *tt = token_text(m, r->top[k].token, &tn);
+            char *safe = utf8_safe(tt, tn);
+            if (!cJSON_GetObjectItemCaseSensitive(top, safe)) cJSON_AddNumberToObject(top, safe, finite_lp(r->top[k].logprob));
+            free(safe);
+            free(tt);
+        }
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "top_logprobs"), top);
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "text_offset"), cJSON_CreateNumber((double)j->text_off[choice]));
+    }
+    free(t);
+}
+
+static cJSON *usage_json(job *j) {
+    cJSON *u = cJSON_CreateObject();
+    long prompt = 0, gen = 0, cached = 0;
+    for (int i = 0; i < j->n_choices; i++) {
+        gen += j->usage[i].n_gen;
+        if (i % j->n == 0) {
+            prompt += j->usage[i].n_prompt;
+            cached += j->usage[i].n_cached;
+        }
+    }
+    cJSON_AddNumberToObject(u, "prompt_tokens", (double)prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", (double)gen);
+    cJSON_AddNumberToObject(u, "total_tokens", (double)(prompt + gen));
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(d, "cached_tokens", (double)cached);
+    return u;
+}
+
+static cJSON *timings_json(job *j) {
+    const tokd_usage *u = &j->usage[0];
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "queue_ms", u->queue_s * 1e3);
+    cJSON_AddNumberToObject(t, "ttft_ms", u->ttft_s * 1e3);
+    cJSON_AddNumberToObject(t, "prefill_tokens_per_second", u->prefill_tps);
+    cJSON_AddNumberToObject(t, "decode_tokens_per_second", u->decode_tps);
+    cJSON_AddNumberToObject(t, "total_ms", u->total_s * 1e3);
+    cJSON_AddNumberToObject(t, "preemptions", u->n_preempted);
+    return t;
+}
+
+static cJSON *chunk_base(job *j) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", j->chat ? "chat.completion.chunk" : "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    add_str_n(o, "model", j->s->p.model_id, strlen(j->s->p.model_id));
+    cJSON_AddStringToObject(o, "system_fingerprint", "tokd");
+    return o;
+}
+
+static void sse(job *j, cJSON *o) {
+    char *t = cJSON_PrintUnformatted(o);
+    tokd_buf_appendf(&j->out, "data: %s\n\n", t);
+    free(t);
+    cJSON_Delete(o);
+}
+
+/* One streaming chunk for one choice. */
+static void stream_chunk(job *j, int choice, const char *text, size_t len, bool role, const char *finish, bool with_lp) {
+    cJSON *o = chunk_base(j), *chs = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", choice);
+    if (j->chat) {
+        cJSON *d = cJSON_AddObjectToObject(c, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", "assistant");
+        if (len || role) add_str_n(d, "content", text, len);
+    } else {
+        add_str_n(c, "text", text, len);
+    }
+    if (with_lp && j->lps[choice]) {
+        if (j->chat) {
+            cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+            cJSON_AddItemToObject(l, "content", j->lps[choice]);
+        } else {
+            cJSON_AddItemToObject(c, "logprobs", j->lps[choice]);
+        }
+        j->lps[choice] = NULL;
+    } else {
+        cJSON_AddNullToObject(c, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    cJSON_AddItemToArray(chs, c);
+    sse(j, o);
+}
+
+/* Handle popped events (connection thread). */
+static void process(job *j, ev_rec *list) {
+    for (ev_rec *r = list, *n; r; r = n) {
+        n = r->next;
+        int c = r->choice;
+        if (r->kind == TOKD_EV_TOKEN && r->has_lp && j->n_lp >= 0) lp_add(j, c, r);
+        if (j->stream && j->chat && !j->role_sent[c]) {
+            j->role_sent[c] = true;
+            stream_chunk(j, c, "", 0, true, NULL, false);
+        }
+        if (r->kind == TOKD_EV_DONE) {
+            j->usage[c] = r->usage;
+            if (r->status == TOKD_REQ_ERROR) {
+                j->any_error = true;
+                snprintf(j->error, sizeof j->error, "%s", r->error ? r->error : "internal error");
+            }
+            j->finish[c] = r->status == TOKD_REQ_OK ? finish_openai(r->finish) : (r->status == TOKD_REQ_CANCELLED ? "cancelled" : "error");
+        }
+        if (j->stream) {
+            if (r->len || (r->kind == TOKD_EV_TOKEN && j->lps[c]))
+                stream_chunk(j, c, r->text ? r->text : "", r->len, false, NULL, true);
+            if (r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_OK) stream_chunk(j, c, "", 0, false, j->finish[c], true);
+            if (r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_ERROR) {
+                cJSON *e = error_obj(j->error, "server_error", NULL, NULL);
+                sse(j, e);
+            }
+        } else if (r->len) {
+            tokd_buf_append(&j->texts[c], r->text, r->len);
+        }
+        j->text_off[c] += r->len;
+        free(r->text);
+        free(r->error);
+        free(r);
+    }
+}
+
+static ev_rec *pop_all(job *j) {
+    ev_rec *l = j->head;
+    j->head = j->tail = NULL;
+    return l;
+}
+
+/* Wait for events or completion; false when the client went away. */
+static bool wait_events(job *j, ev_rec **list, bool *all_done) {
+    pthread_mutex_lock(&j->mu);
+    while (!j->head && j->n_done < j->n_choices) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (!j->head && j->n_done < j->n_choices && client_gone(j->conn)) {
+            pthread_mutex_unlock(&j->mu);
+            return false;
+        }
+    }
+    *list = pop_all(j);
+    *all_done = j->n_done == j->n_choices;
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    job *j = cls;
+    for (;;) {
+        if (j->out_off < j->out.len) {
+            size_t n = j->out.len - j->out_off;
+            if (n > max) n = max;
+            memcpy(buf, j->out.data + j->out_off, n);
+            j->out_off += n;
+            return (ssize_t)n;
+        }
+        tokd_buf_clear(&j->out);
+        j->out_off = 0;
+        if (j->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        ev_rec *list = NULL;
+        bool done = false;
+        if (!wait_events(j, &list, &done)) {
+            job_cancel(j);
+            atomic_fetch_add(&j->s->n_disconnects, 1);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        process(j, list);
+        if (done) {
+            if (j->include_usage) {
+                cJSON *o = chunk_base(j);
+                cJSON_AddArrayToObject(o, "choices");
+                cJSON_AddItemToObject(o, "usage", usage_json(j));
+                cJSON_AddItemToObject(o, "timings", timings_json(j));
+                sse(j, o);
+            }
+            tokd_buf_appendf(&j->out, "data: [DONE]\n\n");
+            j->finished = true;
+        }
+    }
+}
+
+static void stream_free(void *cls) {
+    job *j = cls;
+    job_cancel(j); /* no effect on finished requests; frees the sequences of a client that left */
+    job_release(j);
+}
+
+static cJSON *final_response(job *j) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", j->chat ? "chat.completion" : "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    add_str_n(o, "model", j->s->p.model_id, strlen(j->s->p.model_id));
+    cJSON_AddStringToObject(o, "system_fingerprint", "tokd");
+    cJSON *chs = cJSON_AddArrayToObject(o, "choices");
+    for (int i = 0; i < j->n_choices; i++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", i);
+        const char *t = j->texts[i].data ? j->texts[i].data : "";
+        if (j->chat) {
+            cJSON *m = cJSON_AddObjectToObject(c, "message");
+            cJSON_AddStringToObject(m, "role", "assistant");
+            add_str_n(m, "content", t, j->texts[i].len);
+            cJSON_AddNullToObject(m, "refusal");
+            if (j->n_lp >= 0) {
+                cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
+                cJSON_AddItemToObject(l, "content", j->lps[i] ? j->lps[i] : cJSON_CreateArray());
+                j->lps[i] = NULL;
+            } else {
+                cJSON_AddNullToObject(c, "logprobs");
+            }
+        } else {
+            add_str_n(c, "text", t, j->texts[i].len);
+            if (j->n_lp >= 0 && j->lps[i]) {
+                cJSON_AddItemToObject(c, "logprobs", j->lps[i]);
+                j->lps[i] = NULL;
+            } else {
+                cJSON_AddNullToObject(c, "logprobs");
+            }
+        }
+        cJSON_AddStringToObject(c, "finish_reason", j->finish[i] ? j->finish[i] : "stop");
+        cJSON_AddItemToArray(chs, c);
+    }
+    cJSON_AddItemToObject(o, "usage", usage_json(j));
+    cJSON_AddItemToObject(o, "timings", timings_json(j));
+    return o;
+}
+
+/* ---- endpoints --------------------------------------------------------------------------- */
+
+static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSON *root, bool chat) {
+    gen_opts o;
+    perr pe = {0};
+    if (parse_opts(s, root, chat, &o, &pe)) {
+        opts_free(&o);
+        return send_error(s, c, pe.status, pe.msg, pe.param, pe.code);
+    }
+    if (atomic_load(&s->draining)) {
+        opts_free(&o);
+        return send_error(s, c, 503, "the server is shutting down", NULL, NULL);
+    }
+    int n_choices = (int)(o.n_prompts * o.n);
+    job *j = job_new(s, n_choices, chat);
+    j->n = (int)o.n;
+    j->n_prompts = o.n_prompts;
+    j->stream = o.stream;
+    j->include_usage = o.include_usage;
+    j->n_lp = o.n_lp;
+    j->conn = c;
+    for (int i = 0; i < n_choices; i++) {
+        tokd_request_params rp;
+        tokd_request_params_default(&rp);
+        rp.prompt = o.prompts[i / o.n];
+        rp.n_prompt = o.n_prompt[i / o.n];
+        rp.sampling = o.sp;
+        rp.sampling.seed = o.sp.seed + (uint64_t)(i % o.n);
+        rp.max_tokens = (int32_t)o.max_tokens;
+        rp.stop = o.stop;
+        rp.n_stop = o.n_stop;
+        rp.ignore_eos = o.ignore_eos;
+        rp.on_event = on_event;
+        j->uds[i] = (choice_ud){j, i};
+        rp.ud = &j->uds[i];
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        tokd_err err;
+        int rc = tokd_engine_submit(s->e, &rp, &j->ids[i], &err);
+        if (rc) {
+            pthread_mutex_lock(&j->mu);
+            j->refs--;
+            pthread_mutex_unlock(&j->mu);
+            job_cancel(j);
+            /* wait for the ones already queued to report cancelled, then answer */
+            pthread_mutex_lock(&j->mu);
+            j->n_choices = i; /* only the submitted ones count */
+            while (j->n_done < i) pthread_cond_wait(&j->cv, &j->mu);
+            j->n_choices = n_choices;
+            pthread_mutex_unlock(&j->mu);
+            job_release(j);
+            opts_free(&o);
+            int status = rc == TOKD_ENGINE_EBUSY ? 429 : rc == TOKD_ENGINE_ESTOPPED ? 503 : 400;
+            return send_error(s, c, status, err.msg, rc == TOKD_ENGINE_ETOOBIG ? "messages" : NULL,
+                              rc == TOKD_ENGINE_ETOOBIG ? "context_length_exceeded" : NULL);
+        }
+        j->submitted[i] = true;
+    }
+    opts_free(&o);
+    if (j->stream) {
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, j, stream_free);
+        if (!r) {
+            stream_free(j);
+            return MHD_NO;
+        }
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result rc = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        atomic_fetch_add(&s->codes[C_200], 1);
+        return rc;
+    }
+    for (;;) {
+        ev_rec *list = NULL;
+        bool done = false;
+        if (!wait_events(j, &list, &done)) {
+            job_cancel(j);
+            job_release(j);
+            atomic_fetch_add(&s->n_disconnects, 1);
+            return MHD_NO;
+        }
+        process(j, list);
+        if (done) break;
+    }
+    enum MHD_Result rc;
+    if (j->any_error) rc = send_error(s, c, 500, j->error, NULL, NULL);
+    else rc = send_json(s, c, 200, final_response(j));
+    job_release(j);
+    return rc;
+}
+
+static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, cJSON *root) {
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(root, "content");
+    if (!cJSON_IsObject(root) || !cJSON_IsString(content)) return send_error(s, c, 400, "'content' must be a string", "content", NULL);
+    if (!tokd_utf8_valid(content->valuestring, strlen(content->valuestring)))
+        return send_error(s, c, 400, "'content' is not valid UTF-8", "content", NULL);
+    bool add_special = false, parse_special = false;
+    perr pe = {0};
+    if (get_bool(root, "add_special", &add_special, &pe) < 0 || get_bool(root, "parse_special", &parse_special, &pe) < 0)
+        return send_error(s, c, 400, pe.msg, pe.param, NULL);
+    int32_t *toks = NULL;
+    size_t n = 0;
+    tokd_err err;
+    if (tokd_tokenize(s->m->tok, content->valuestring, strlen(content->valuestring), add_special, parse_special, &toks, &n, &err))
+        return send_error(s, c, 400, err.msg, "content", NULL);
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "tokens");
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(toks[i]));
+    free(toks);
+    return send_json(s, c, 200, o);
+}
+
+static enum MHD_Result handle_detokenize(server *s, struct MHD_Connection *c, cJSON *root) {
+    const cJSON *toks = cJSON_GetObjectItemCaseSensitive(root, "tokens");
+    if (!cJSON_IsObject(root) || !cJSON_IsArray(toks)) return send_error(s, c, 400, "'tokens' must be an array of token ids", "tokens", NULL);
+    int n = cJSON_GetArraySize(toks), i = 0;
+    int32_t *ids = tokd_xmalloc((size_t)(n ? n : 1) * sizeof *ids);
+    for (const cJSON *v = toks->child; v; v = v->next, i++) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 || v->valuedouble >= s->m->hp.n_vocab) {
+            free(ids);
+            char msg[128];
+            snprintf(msg, sizeof msg, "tokens[%d] is not a token id (0..%d)", i, s->m->hp.n_vocab - 1);
+            return send_error(s, c, 400, msg, "tokens", NULL);
+        }
+        ids[i] = (int32_t)v->valuedouble;
+    }
+    tokd_buf out = {0};
+    tokd_detokenize(s->m->tok, ids, (size_t)n, 0, &out);
+    free(ids);
+    cJSON *o = cJSON_CreateObject();
+    add_str_n(o, "content", out.data ? out.data : "", out.len);
+    tokd_buf_free(&out);
+    return send_json(s, c, 200, o);
+}
+
+static cJSON *model_obj(server *s) {
+    cJSON *m = cJSON_CreateObject();
+    add_str_n(m, "id", s->p.model_id, strlen(s->p.model_id));
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", 0);
+    cJSON_AddStringToObject(m, "owned_by", "tokd");
+    tokd_engine_stats st;
+    tokd_engine_get_stats(s->e, &st);
+    cJSON_AddNumberToObject(m, "context_length", st.n_ctx);
+    return m;
+}
+
+static enum MHD_Result handle_metrics(server *s, struct MHD_Connection *c) {
+    tokd_buf b = {0};
+    tokd_engine_metrics(s->e, &b);
+    tokd_buf_appendf(&b, "# HELP tokd_http_responses_total HTTP responses by status.\n# TYPE tokd_http_responses_total counter\n");
+    for (int i = 0; i < N_CODES; i++) {
+        if (code_of[i]) tokd_buf_appendf(&b, "tokd_http_responses_total{code=\"%d\"} %llu\n", code_of[i], (unsigned long long)atomic_load(&s->codes[i]));
+        else tokd_buf_appendf(&b, "tokd_http_responses_total{code=\"other\"} %llu\n", (unsigned long long)atomic_load(&s->codes[i]));
+    }
+    tokd_buf_appendf(&b,
+                     "# HELP tokd_client_disconnects_total Requests whose client hung up before the end.\n# TYPE "
+                     "tokd_client_disconnects_total counter\ntokd_client_disconnects_total %llu\n"
+                     "# HELP tokd_http_jobs_active Generation requests being served.\n# TYPE tokd_http_jobs_active gauge\n"
+                     "tokd_http_jobs_active %d\n",
+                     (unsigned long long)atomic_load(&s->n_disconnects), atomic_load(&s->n_jobs));
+    enum MHD_Result rc = send_text(s, c, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len, NULL);
+    tokd_buf_free(&b);
+    return rc;
+}
+
+static bool key_ok(server *s, struct MHD_Connection *c) {
+    if (!s->p.api_key || !*s->p.api_key) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7)) return false;
+    const char *got = h + 7, *want = s->p.api_key;
+    size_t gl = strlen(got), wl = strlen(want);
+    unsigned char diff = (unsigned char)(gl != wl);
+    for (size_t i = 0; i < wl; i++) diff |= (unsigned char)(want[i] ^ got[i < gl ? i : 0]);
+    return diff == 0;
+}
+
+static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *url, const char *method, conn_state *cs) {
+    bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health")) {
+        if (!get) return send_error(s, c, 405, "use GET", NULL, NULL);
+        if (atomic_load(&s->draining)) return send_error(s, c, 503, "the server is shutting down", NULL, NULL);
+        const char *ok = "{\"status\":\"ok\"}";
+        return send_text(s, c, 200, "application/json", ok, strlen(ok), NULL);
+    }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return send_error(s, c, 405, "use GET", NULL, NULL);
+        return handle_metrics(s, c);
+    }
+    bool models = !strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11);
+    bool gen = !strcmp(url, "/v1/completions") || !strcmp(url, "/v1/chat/completions");
+    bool tok = !strcmp(url, "/tokenize") || !strcmp(url, "/detokenize");
+    if (!models && !gen && !tok) return send_error(s, c, 404, "unknown route", NULL, "unknown_url");
+    if (!key_ok(s, c)) return send_error(s, c, 401, "missing or invalid API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
+    if (models) {
+        if (!get) return send_error(s, c, 405, "use GET", NULL, NULL);
+        if (url[10] == '/') {
+            if (strcmp(url + 11, s->p.model_id)) return send_error(s, c, 404, "no such model", "model", "model_not_found");
+            return send_json(s, c, 200, model_obj(s));
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "object", "list");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), model_obj(s));
+        return send_json(s, c, 200, o);
+    }
+    if (!post) return send_error(s, c, 405, "use POST", NULL, NULL);
+    if (cs->too_big) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", s->p.max_body);
+        return send_error(s, c, 413, msg, NULL, NULL);
+    }
+    if (!tokd_utf8_valid(cs->body.data ? cs->body.data : "", cs->body.len))
+        return send_error(s, c, 400, "the request body is not valid UTF-8", NULL, NULL);
+    cJSON *root = cs->body.len ? cJSON_ParseWithLength(cs->body.data, cs->body.len) : NULL;
+    if (!root) return send_error(s, c, 400, "the request body is not valid JSON", NULL, NULL);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return send_error(s, c, 400, "the request body must be a JSON object", NULL, NULL);
+    }
+    enum MHD_Result rc;
+    if (!strcmp(url, "/tokenize")) rc = handle_tokenize(s, c, root);
+    else if (!strcmp(url, "/detokenize")) rc = handle_detokenize(s, c, root);
+    else rc = handle_generate(s, c, root, !strcmp(url, "/v1/chat/completions"));
+    cJSON_Delete(root);
+    return rc;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
+    server *s = cls;
+    conn_state *cs = *con_cls;
+    if (!cs) {
+        cs = tokd_xcalloc(1, sizeof *cs);
+        cs->t_start = tokd_now();
+        *con_cls = cs;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(cl, &end, 10);
+            if (errno || *end || n > s->p.max_body) {
+                cs->too_big = cs->responded = true;
+                char msg[128];
+                snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", s->p.max_body);
+                return send_error(s, c, 413, msg, NULL, NULL);
+            }
+        }
+        return MHD_YES;
+    }
+    if (cs->responded) {
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        if (tokd_now() - cs->t_start > s->p.timeout_s) return MHD_NO; /* too slow: close */
+        if (cs->body.len + *upload_data_size > s->p.max_body) {
+            cs->too_big = true;
+            if (cs->body.len + *upload_data_size > 4 * s->p.max_body) return MHD_NO;
+        } else {
+            tokd_buf_append(&cs->body, upload_data, *upload_data_size);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (tokd_now() - cs->t_start > s->p.timeout_s && cs->body.len) return MHD_NO;
+    cs->responded = true;
+    return route(s, c, url, method, cs);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    conn_state *cs = *con_cls;
+    if (!cs) return;
+    tokd_buf_free(&cs->body);
+    free(cs);
+    *con_cls = NULL;
+}
+
+int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_atomic_t *stop, tokd_err *err) {
+    server *s = tokd_xcalloc(1, sizeof *s);
+    s->e = e;
+    s->m = tokd_engine_model(e);
+    s->p = *p;
+    atomic_init(&s->next_job, 1);
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)p->port);
+    const char *host = (!p->host || !strcmp(p->host, "localhost")) ? "127.0.0.1" : p->host;
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+        free(s);
+        return tokd_seterr(err, "--host '%s' is not an IPv4 address", p->host);
+    }
+    unsigned timeout = p->timeout_s < 1 ? 1 : (unsigned)ceil(p->timeout_s);
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, (uint16_t)p->port,
+                            NULL, NULL, access_handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                            MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
+                            MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
+    if (!s->d) {
+        free(s);
+        return tokd_seterr(err, "cannot listen on %s:%d (port in use?)", host, p->port);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "tokd serve: listening on http://%s:%u (model %s)\n", host, di ? di->port : (unsigned)p->port, p->model_id);
+    while (!*stop) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    /* graceful shutdown: stop accepting, drain, then cancel what is left */
+    fprintf(stderr, "tokd serve: shutting down (%d requests in flight)\n", atomic_load(&s->n_jobs));
+    atomic_store(&s->draining, 1);
+    MHD_socket lfd = MHD_quiesce_daemon(s->d);
+    if (lfd != MHD_INVALID_SOCKET) close(lfd);
+    tokd_engine_close(e);
+    double deadline = tokd_now() + p->shutdown_grace_s;
+    while (atomic_load(&s->n_jobs) > 0 && tokd_now() < deadline) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    MHD_stop_daemon(s->d); /* ends connections; their jobs cancel their requests */
+    free(s);
+    return 0;
+}
