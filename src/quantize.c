@@ -1,0 +1,303 @@
+/* quantize.c — see quantize.h. */
+#include "quantize.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gguf.h"
+#include "kernels/quants.h"
+#include "kernels/types.h"
+
+/* llama.cpp's LLAMA_FTYPE_* values written to general.file_type */
+enum {
+    FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
+    FT_Q3_K_S = 11, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_BF16 = 32
+};
+
+static const tokd_qtarget targets[] = {
+    {"F32", GGML_TYPE_F32, FT_ALL_F32, TOKD_QMIX_NONE},    {"F16", GGML_TYPE_F16, FT_F16, TOKD_QMIX_NONE},
+    {"BF16", GGML_TYPE_BF16, FT_BF16, TOKD_QMIX_NONE},     {"Q8_0", GGML_TYPE_Q8_0, FT_Q8_0, TOKD_QMIX_NONE},
+    {"Q4_0", GGML_TYPE_Q4_0, FT_Q4_0, TOKD_QMIX_NONE},     {"Q4_1", GGML_TYPE_Q4_1, FT_Q4_1, TOKD_QMIX_NONE},
+    {"Q5_0", GGML_TYPE_Q5_0, FT_Q5_0, TOKD_QMIX_NONE},     {"Q5_1", GGML_TYPE_Q5_1, FT_Q5_1, TOKD_QMIX_NONE},
+    {"Q2_K", GGML_TYPE_Q2_K, FT_Q2_K, TOKD_QMIX_NONE},     {"Q3_K", GGML_TYPE_Q3_K, FT_Q3_K_S, TOKD_QMIX_NONE},
+    {"Q4_K", GGML_TYPE_Q4_K, FT_Q4_K_S, TOKD_QMIX_NONE},   {"Q5_K", GGML_TYPE_Q5_K, FT_Q5_K_S, TOKD_QMIX_NONE},
+    {"Q6_K", GGML_TYPE_Q6_K, FT_Q6_K, TOKD_QMIX_NONE},     {"Q4_K_M", GGML_TYPE_Q4_K, FT_Q4_K_M, TOKD_QMIX_K_M},
+    {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, TOKD_QMIX_K_M},
+};
+#define N_TARGETS (sizeof targets / sizeof targets[0])
+
+const tokd_qtarget *tokd_qtarget_find(const char *name) {
+    for (size_t i = 0; i < N_TARGETS; i++)
+        if (!strcasecmp(name, targets[i].name)) return &targets[i];
+    return NULL;
+}
+
+const char *tokd_qtarget_list(void) {
+    return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M Q5_K_M";
+}
+
+static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
+bool tokd_qtarget_is_quantized(const tokd_qtarget *t) { return type_is_quantized(t->base); }
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void tokd_qplan_init(tokd_qplan *p, const tokd_qtarget *t, int n_layer, const char *const *names, uint64_t n_names) {
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    p->n_ffn_down = n_layer;
+    for (uint64_t i = 0; i < n_names; i++) {
+        if (strstr(names[i], "attn_v.weight") || strstr(names[i], "attn_qkv.weight")) p->n_attn_v++;
+        else if (!strcmp(names[i], "output.weight")) p->has_output = true;
+    }
+}
+
+bool tokd_qplan_converts(const char *name, uint32_t n_dims) {
+    return ends_with(name, "weight") && n_dims >= 2 && !strstr(name, "_norm.weight") && !strstr(name, "ffn_gate_inp.weight") &&
+           strcmp(name, "position_embd.weight") != 0 && strcmp(name, "token_types.weight") != 0;
+}
+
+/* llama.cpp's choice of layers that get more bits in the _M mixes. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+static uint32_t blck_of(uint32_t type) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    return tt ? tt->blck : 1;
+}
+
+uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
+    uint32_t t = p->t->base;
+    if (!type_is_quantized(t)) return t;
+    bool is_output = !strcmp(name, "output.weight") || (!p->has_output && !strcmp(name, "token_embd.weight"));
+    if (is_output) {
+        if (ne0 % TOKD_QK_K) t = GGML_TYPE_Q8_0;
+        else if (t != GGML_TYPE_Q8_0) t = GGML_TYPE_Q6_K;
+    } else if (strstr(name, "attn_v.weight")) {
+        if (p->t->mix == TOKD_QMIX_K_M && use_more_bits(p->i_attn_v, p->n_attn_v)) t = GGML_TYPE_Q6_K;
+        p->i_attn_v++;
+    } else if (strstr(name, "ffn_down")) {
+        if (p->t->mix == TOKD_QMIX_K_M && use_more_bits(p->i_ffn_down, p->n_ffn_down)) t = GGML_TYPE_Q6_K;
+        p->i_ffn_down++;
+    }
+    if (ne0 % blck_of(t)) {
+        switch (t) {
+        case GGML_TYPE_Q4_K: t = GGML_TYPE_Q5_0; break;
+        case GGML_TYPE_Q5_K: t = GGML_TYPE_Q5_1; break;
+        case GGML_TYPE_Q6_K: t = GGML_TYPE_Q8_0; break;
+        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: t = GGML_TYPE_Q4_0; break;
+        default: t = GGML_TYPE_F16; break;
+        }
+        if (ne0 % blck_of(t)) t = GGML_TYPE_F16;
+    }
+    return t;
+}
+
+void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n) {
+    if (type == GGML_TYPE_Q8_0) {
+        tokd_q8_0_from_float_ref(src, dst, n);
+        return;
+    }
+    tokd_type_get(type)->from_float(src, dst, n);
+}
+
+/* ---- parallel conversion of a chunk of rows --------------------------------------- */
+
+typedef struct {
+    uint32_t type;
+    int64_t row0, n_rows, n_per_row;
+    size_t row_bytes;
+    uint8_t *dst;
+    float *tmp;            /* one row of floats per thread */
+    tokd_row_fill_fn fill;
+    void *ctx;
+} qjob;
+
+static void qjob_run(void *arg, int ith, int nth) {
+    qjob *j = arg;
+    float *tmp = j->tmp + (size_t)ith * (size_t)j->n_per_row;
+    int64_t per = (j->n_rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
+    for (int64_t r = r0; r < r1; r++) {
+        j->fill(j->ctx, j->row0 + r, tmp, j->n_per_row);
+        tokd_quant_row(j->type, tmp, j->dst + (size_t)r * j->row_bytes, j->n_per_row);
+    }
+}
+
+int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
+                             tokd_row_fill_fn fill, void *ctx, tokd_err *err) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    if (!tt || (type_is_quantized(type) && !tt->from_float))
+        return tokd_seterr(err, "cannot quantise to type %s", ggml_type_name(type));
+    if (n_per_row % tt->blck)
+        return tokd_seterr(err, "row length %lld is not a multiple of %s's block of %u", (long long)n_per_row, tt->name, tt->blck);
+    qjob j = {.type = type, .n_per_row = n_per_row, .row_bytes = tokd_row_bytes(tt, n_per_row), .fill = fill, .ctx = ctx};
+    int nth = tokd_pool_size(pool);
+    /* chunks of about 16 MiB of output (at least 4 rows per thread) */
+    int64_t chunk = (int64_t)((16u << 20) / (j.row_bytes ? j.row_bytes : 1));
+    if (chunk < 4 * nth) chunk = 4 * nth;
+    if (chunk > n_rows) chunk = n_rows;
+    j.dst = tokd_xmalloc(chunk > 0 ? (size_t)chunk * j.row_bytes : 1);
+    j.tmp = tokd_xmalloc((size_t)nth * (size_t)n_per_row * sizeof(float) + 1);
+    int rc = 0;
+    for (int64_t r = 0; r < n_rows && !rc; r += chunk) {
+        j.row0 = r;
+        j.n_rows = r + chunk <= n_rows ? chunk : n_rows - r;
+        tokd_pool_run(pool, qjob_run, &j);
+        rc = gguf_stream_write(s, j.dst, (size_t)j.n_rows * j.row_bytes, err);
+    }
+    free(j.dst);
+    free(j.tmp);
+    return rc;
+}
+
+/* ---- tokd quantize ---------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *data;
+    size_t row_bytes;
+    const tokd_type_traits *src;
+} src_rows;
+
+static void fill_from_src(void *ctx, int64_t row, float *out, int64_t n) {
+    const src_rows *s = ctx;
+    s->src->to_float(s->data + (size_t)row * s->row_bytes, out, n);
+}
+
+static char *tensor_name(const gguf_tensor *t) {
+    char *s = tokd_xmalloc((size_t)t->name.len + 1);
+    memcpy(s, t->name.ptr, (size_t)t->name.len);
+    s[t->name.len] = 0;
+    return s;
+}
+
+/* llama.cpp writes tensors ordered by name (its loader keeps them in a sorted map), then
+ * stably grouped by block number, non-block tensors first. Doing the same makes our files
+ * byte-identical to its, and its layer counters see the same order. */
+static int blk_index(const char *name) {
+    int b;
+    return sscanf(name, "blk.%d.", &b) == 1 ? b : -1;
+}
+static int cmp_tensor_order(const void *a, const void *b, void *names) {
+    const char *x = ((char **)names)[*(const uint64_t *)a], *y = ((char **)names)[*(const uint64_t *)b];
+    int bx = blk_index(x), by = blk_index(y);
+    if (bx != by) return bx < by ? -1 : 1;
+    return strcmp(x, y);
+}
+
+int tokd_quantize_file(const char *in, const char *out, const char *type_name, int n_threads, FILE *log, tokd_err *err) {
+    const tokd_qtarget *target = tokd_qtarget_find(type_name);
+    if (!target) return tokd_seterr(err, "unknown type '%s' (supported: %s)", type_name, tokd_qtarget_list());
+    gguf_file *f = gguf_open(in, err);
+    if (!f) return -1;
+    int rc = -1;
+    uint64_t n = f->n_tensors;
+    char **names = tokd_xcalloc(n ? (size_t)n : 1, sizeof(char *));
+    gguf_stream_tensor *infos = tokd_xcalloc(n ? (size_t)n : 1, sizeof *infos);
+    bool *convert = tokd_xcalloc(n ? (size_t)n : 1, sizeof(bool));
+    gguf_writer *meta = gguf_writer_new();
+    gguf_stream *s = NULL;
+    tokd_pool *pool = NULL;
+    uint64_t *order = tokd_xcalloc(n ? (size_t)n : 1, sizeof(uint64_t));
+    {
+        char **file_names = tokd_xcalloc(n ? (size_t)n : 1, sizeof(char *));
+        for (uint64_t i = 0; i < n; i++) {
+            file_names[i] = tensor_name(&f->tensors[i]);
+            order[i] = i;
+        }
+        qsort_r(order, (size_t)n, sizeof *order, cmp_tensor_order, file_names);
+        for (uint64_t i = 0; i < n; i++) names[i] = file_names[order[i]];
+        free(file_names);
+    }
+
+    /* the layer count for the ffn_down rule: {arch}.block_count */
+    uint32_t n_layer = 0;
+    gguf_str arch;
+    if (gguf_get_str(f, "general.architecture", &arch, NULL) == 0 && arch.len < 64) {
+        char key[96];
+        snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
+        if (gguf_get_u32(f, key, &n_layer, err) < 0) goto done;
+    }
+    tokd_qplan plan;
+    tokd_qplan_init(&plan, target, (int)n_layer, (const char *const *)names, n);
+
+    for (uint64_t i = 0; i < f->n_kv; i++) {
+        const gguf_kv *kv = &f->kv[i];
+        if (gguf_str_eq(kv->key, "general.file_type") || gguf_str_eq(kv->key, "general.quantization_version")) continue;
+        gguf_writer_copy_kv(meta, kv);
+    }
+    gguf_writer_set_u32(meta, "general.quantization_version", 2);
+    gguf_writer_set_u32(meta, "general.file_type", target->file_type);
+
+    uint64_t bytes_in = 0, bytes_out = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const gguf_tensor *t = &f->tensors[order[i]];
+        gguf_stream_tensor *o = &infos[i];
+        o->name = names[i];
+        o->n_dims = t->n_dims;
+        for (int d = 0; d < GGUF_MAX_DIMS; d++) o->ne[d] = t->ne[d];
+        o->type = t->type;
+        o->nbytes = t->nbytes;
+        if (tokd_qplan_converts(names[i], t->n_dims)) {
+            uint32_t want = tokd_qplan_type(&plan, names[i], t->ne[0]);
+            if (want != t->type) {
+                if (type_is_quantized(t->type)) {
+                    tokd_seterr(err, "tensor '%s' is already quantized (%s): tokd quantize needs F32, F16 or BF16 input",
+                                names[i], ggml_type_name(t->type));
+                    goto done;
+                }
+                const tokd_type_traits *tt = tokd_type_get(want);
+                uint64_t elems = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+                o->type = want;
+                o->nbytes = elems / tt->blck * tt->bytes;
+                convert[i] = true;
+            }
+        }
+        bytes_in += t->nbytes;
+        bytes_out += o->nbytes;
+    }
+    s = gguf_stream_create(out, meta, infos, n, err);
+    if (!s) goto done;
+    pool = tokd_pool_new(n_threads);
+    for (uint64_t i = 0; i < n; i++) {
+        const gguf_tensor *t = &f->tensors[order[i]];
+        if (log)
+            fprintf(log, "[%4llu/%4llu] %-32s %-5s -> %-5s [%llu x %llu]\n", (unsigned long long)i + 1,
+                    (unsigned long long)n, names[i], ggml_type_name(t->type), ggml_type_name(infos[i].type),
+                    (unsigned long long)t->ne[0], (unsigned long long)(t->ne[1] * t->ne[2] * t->ne[3]));
+        if (!convert[i]) {
+            if (gguf_stream_write(s, t->data, (size_t)t->nbytes, err)) goto done;
+            continue;
+        }
+        const tokd_type_traits *st = tokd_type_get(t->type);
+        src_rows sr = {t->data, tokd_row_bytes(st, (int64_t)t->ne[0]), st};
+        if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)(t->ne[1] * t->ne[2] * t->ne[3]), (int64_t)t->ne[0],
+                                     fill_from_src, &sr, err)) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            tokd_seterr(err, "tensor '%s': %s", names[i], msg);
+            goto done;
+        }
+    }
+    if (gguf_stream_close(s, err)) {
+        s = NULL;
+        goto done;
+    }
+    s = NULL;
+    if (log)
+        fprintf(log, "%s: %.2f MiB -> %.2f MiB (%s)\n", out, (double)bytes_in / (1 << 20), (double)bytes_out / (1 << 20),
+                target->name);
+    rc = 0;
+done:
+    gguf_stream_abort(s);
+    tokd_pool_free(pool);
+    gguf_writer_free(meta);
+    for (uint64_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    free(order);
+    free(infos);
+    free(convert);
+    gguf_close(f);
+    return rc;
+}
