@@ -13,6 +13,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 
 /* Shared helpers for argument parsing (cli_common.c). */
 /* If argv[*i] equals name (or its alias, which may be NULL) and a value follows, store it,
