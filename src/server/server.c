@@ -1110,7 +1110,16 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
     }
     if (!tokd_utf8_valid(cs->body.data ? cs->body.data : "", cs->body.len))
         return send_error(s, c, 400, "the request body is not valid UTF-8", NULL, NULL);
-    cJSON *root = cs->body.len ? cJSON_ParseWithLength(cs->body.data, cs->body.len) : NULL;
+    const char *end = NULL;
+    cJSON *root = cs->body.len ? cJSON_ParseWithLengthOpts(cs->body.data, cs->body.len, &end, false) : NULL;
+    if (root && end) { /* nothing but whitespace may follow the value */
+        const char *lim = cs->body.data + cs->body.len;
+        while (end < lim && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')) end++;
+        if (end < lim) {
+            cJSON_Delete(root);
+            root = NULL;
+        }
+    }
     if (!root) return send_error(s, c, 400, "the request body is not valid JSON", NULL, NULL);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
