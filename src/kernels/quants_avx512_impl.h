@@ -35,6 +35,34 @@ TGT static inline __m256 S(halves8)(const void *p, size_t stride) {
     v = _mm_insert_epi16(v, h[7], 7);
     return _mm256_cvtph_ps(v);
 }
+/* The same for fp16 field f (in 2-byte words) of eight consecutive blocks of `stride`
+ * bytes, gathered with two vpermt2w from two 128-byte windows inside the eight blocks
+ * (never reading outside them; 8*stride >= 144 for every format): window A = bytes
+ * [0, 128), window B = [WB, WB + 128). HB_IDX gives lane k's word index in its window;
+ * HB_MASK the lanes taken from window B. All compile-time constants. */
+#ifndef HB_IDX
+#define HB_WB(st) (8 * (st) >= 256 ? 128 : 8 * (st) - 128)
+#define HB_OFF(st, f, k) ((k) * (st) + 2 * (f))
+#define HB_INB(st, f, k) (HB_OFF(st, f, k) + 2 > 128)
+#define HB_IDX(st, f, k) (uint16_t)(HB_INB(st, f, k) ? (HB_OFF(st, f, k) - HB_WB(st)) / 2 : HB_OFF(st, f, k) / 2)
+#define HB_IDX8(st, f)                                                                                         \
+    {HB_IDX(st, f, 0), HB_IDX(st, f, 1), HB_IDX(st, f, 2), HB_IDX(st, f, 3), HB_IDX(st, f, 4), HB_IDX(st, f, 5), \
+     HB_IDX(st, f, 6), HB_IDX(st, f, 7)}
+#define HB_MASK(st, f)                                                                                          \
+    (HB_INB(st, f, 0) | HB_INB(st, f, 1) << 1 | HB_INB(st, f, 2) << 2 | HB_INB(st, f, 3) << 3 |                 \
+     HB_INB(st, f, 4) << 4 | HB_INB(st, f, 5) << 5 | HB_INB(st, f, 6) << 6 | HB_INB(st, f, 7) << 7)
+#endif
+TGT static inline __m256 S(halves8_blocks)(const void *p, int stride, const uint16_t *idx32, uint32_t mb) {
+    const uint8_t *base = p;
+    __m512i idx = _mm512_loadu_si512(idx32);
+    __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(base), idx, _mm512_loadu_si512(base + 64));
+    if (mb) {
+        const uint8_t *wb = base + HB_WB(stride);
+        __m512i hi = _mm512_permutex2var_epi16(_mm512_loadu_si512(wb), idx, _mm512_loadu_si512(wb + 64));
+        v = _mm512_mask_mov_epi16(v, (__mmask32)mb, hi);
+    }
+    return _mm256_cvtph_ps(_mm512_castsi512_si128(v));
+}
 TGT static inline __m512i S(load2x256)(const void *a, const void *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
                               _mm256_loadu_si256((const __m256i *)b), 1);
@@ -96,6 +124,9 @@ TGT static inline __m512i S(pair_q8_0)(const tokd_block_q8_0 *x, const tokd_bloc
         const XT *x = w;                                                                           \
         const YT *y = act;                                                                         \
         const int64_t nb = n / TOKD_QK;                                                            \
+        static const uint16_t ixd[32] = HB_IDX8(sizeof(XT), 0), iyd[32] = HB_IDX8(sizeof(YT), 0);  \
+        static const uint16_t ixm[32] = HB_IDX8(sizeof(XT), 1), iys[32] = HB_IDX8(sizeof(YT), 1);  \
+        (void)ixm, (void)iys;                                                                      \
         __m256 acc = _mm256_setzero_ps();                                                          \
         int64_t b = 0;                                                                             \
         for (; b + 8 <= nb; b += 8) {                                                              \
@@ -103,7 +134,8 @@ TGT static inline __m512i S(pair_q8_0)(const tokd_block_q8_0 *x, const tokd_bloc
             const YT *yb = y + b;                                                                  \
             __m256i P = S(hsum_4x16)(S(pair_##T)(xb, yb), S(pair_##T)(xb + 1, yb + 1),             \
                                      S(pair_##T)(xb + 2, yb + 2), S(pair_##T)(xb + 3, yb + 3));     \
-            __m256 dd = _mm256_mul_ps(S(halves8)(&xb->d, sizeof(XT)), S(halves8)(&yb->d, sizeof(YT))); \
+            __m256 dd = _mm256_mul_ps(S(halves8_blocks)(xb, sizeof(XT), ixd, HB_MASK(sizeof(XT), 0)),  \
+                                      S(halves8_blocks)(yb, sizeof(YT), iyd, HB_MASK(sizeof(YT), 0))); \
             __m256 t = _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P));                                   \
             DOT32_512_MIN_##MIN                                                                    \
             acc = _mm256_add_ps(acc, t);                                                           \
@@ -115,7 +147,8 @@ TGT static inline __m512i S(pair_q8_0)(const tokd_block_q8_0 *x, const tokd_bloc
     }
 #define DOT32_512_MIN_0
 #define DOT32_512_MIN_1 \
-    t = _mm256_add_ps(t, _mm256_mul_ps(S(halves8)(&xb->m, sizeof *xb), S(halves8)(&yb->s, sizeof *yb)));
+    t = _mm256_add_ps(t, _mm256_mul_ps(S(halves8_blocks)(xb, sizeof *xb, ixm, HB_MASK(sizeof *xb, 1)),   \
+                                       S(halves8_blocks)(yb, sizeof *yb, iys, HB_MASK(sizeof *yb, 1))));
 
 DOT32_512(q4_0, tokd_block_q4_0, tokd_block_q8_0, 0)
 DOT32_512(q4_1, tokd_block_q4_1, tokd_block_q8_1, 1)
@@ -208,10 +241,22 @@ TGT void FN(q3_K)(int64_t n, float *out, const void *w, const void *act) {
     *out = sum;
 }
 
+/* The 128 nibble bytes of a Q4_K/Q5_K block as four vectors z[p] = [low nibbles of
+ * qs[32p..32p+31] | their high nibbles], i.e. elements 64p .. 64p+63 in order. */
+TGT static inline void S(k4_nibbles)(const uint8_t *qs, __m512i z[4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i q01 = _mm512_loadu_si512(qs), q23 = _mm512_loadu_si512(qs + 64);
+    __m512i l01 = _mm512_and_si512(q01, m4), h01 = _mm512_and_si512(_mm512_srli_epi16(q01, 4), m4);
+    __m512i l23 = _mm512_and_si512(q23, m4), h23 = _mm512_and_si512(_mm512_srli_epi16(q23, 4), m4);
+    z[0] = _mm512_shuffle_i64x2(l01, h01, 0x44);
+    z[1] = _mm512_shuffle_i64x2(l01, h01, 0xEE);
+    z[2] = _mm512_shuffle_i64x2(l23, h23, 0x44);
+    z[3] = _mm512_shuffle_i64x2(l23, h23, 0xEE);
+}
+
 TGT void FN(q4_K)(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q4_K *x = w;
     const tokd_block_q8_K *y = act;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     float sum = 0;
     for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
         __m128i scm = k4_scales_mins(x[b].scales);
@@ -220,15 +265,18 @@ TGT void FN(q4_K)(int64_t n, float *out, const void *w, const void *act) {
         const __m128i *bs = (const __m128i *)y[b].bsums;
         __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
         __m128i mm = _mm_madd_epi16(pairs, mn16);
-        __m512i acc = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * p)));
-            q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 4), m4);
-            __m512i p16 = _mm512_maddubs_epi16(q, _mm512_loadu_si512(y[b].qs + 64 * p));
-            acc = DPWSSD(acc, p16, _mm512_permutexvar_epi16(S(pair_idx)(p), scz));
-        }
+        __m512i z[4];
+        S(k4_nibbles)(x[b].qs, z);
+        const int8_t *a = y[b].qs;
+        /* two independent accumulators shorten the dependency chain */
+        __m512i a0 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(a)),
+                            _mm512_permutexvar_epi16(S(pair_idx)(0), scz));
+        __m512i a1 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[1], _mm512_loadu_si512(a + 64)),
+                            _mm512_permutexvar_epi16(S(pair_idx)(1), scz));
+        a0 = DPWSSD(a0, _mm512_maddubs_epi16(z[2], _mm512_loadu_si512(a + 128)), _mm512_permutexvar_epi16(S(pair_idx)(2), scz));
+        a1 = DPWSSD(a1, _mm512_maddubs_epi16(z[3], _mm512_loadu_si512(a + 192)), _mm512_permutexvar_epi16(S(pair_idx)(3), scz));
         int32_t summ = S(hsum128)(mm);
-        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(acc), summ);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(_mm512_add_epi32(a0, a1)), summ);
     }
     *out = sum;
 }
@@ -236,7 +284,7 @@ TGT void FN(q4_K)(int64_t n, float *out, const void *w, const void *act) {
 TGT void FN(q5_K)(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q5_K *x = w;
     const tokd_block_q8_K *y = act;
-    const __m512i m4 = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    const __m512i sixteen = _mm512_set1_epi8(16);
     float sum = 0;
     for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
         __m128i scm = k4_scales_mins(x[b].scales);
@@ -248,17 +296,18 @@ TGT void FN(q5_K)(int64_t n, float *out, const void *w, const void *act) {
         __m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x[b].qh));
         /* pair p: low half takes qh bit 2p, high half bit 2p+1 */
         __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(2), 1);
-        __m512i acc = _mm512_setzero_si512();
+        __m512i z[4];
+        S(k4_nibbles)(x[b].qs, z);
+        __m512i acc[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         for (int p = 0; p < 4; p++) {
-            __m512i q = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * p)));
-            q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFFFF0000u, q, 4), m4);
-            q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hb, bit), q, sixteen);
+            __m512i q = _mm512_mask_add_epi8(z[p], _mm512_test_epi8_mask(hb, bit), z[p], sixteen);
             bit = _mm512_slli_epi16(bit, 2);
             __m512i p16 = _mm512_maddubs_epi16(q, _mm512_loadu_si512(y[b].qs + 64 * p));
-            acc = DPWSSD(acc, p16, _mm512_permutexvar_epi16(S(pair_idx)(p), scz));
+            acc[p & 1] = DPWSSD(acc[p & 1], p16, _mm512_permutexvar_epi16(S(pair_idx)(p), scz));
         }
         int32_t summ = S(hsum128)(mm);
-        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(acc), summ);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(_mm512_add_epi32(acc[0], acc[1])),
+                            summ);
     }
     *out = sum;
 }
