@@ -1,11 +1,127 @@
-/* cmd_bench.c — placeholder until `tokd bench` lands (issue 3). */
+/* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]
+ * [--no-machine]`: prompt processing (pp) and text generation (tg) speed with
+ * llama-bench's definitions, next to the machine's measured memory bandwidth and
+ * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object with --json.
+ * -p 0 or -n 0 skips that test; --no-machine skips the bandwidth and peak measurements. */
 #include <stdio.h>
+#include <string.h>
 
+#include "bench.h"
 #include "cli.h"
 
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+static void json_stat(const char *key, int n_tokens, const tokd_bench_stat *s) {
+    printf("\"%s\":{\"n_tokens\":%d,\"runs\":%d,\"median_tok_s\":%.3f,\"min_tok_s\":%.3f,\"max_tok_s\":%.3f,\"samples\":[", key,
+           n_tokens, s->n, s->median, s->min, s->max);
+    for (int i = 0; i < s->n; i++) printf("%s%.3f", i ? "," : "", s->samples[i]);
+    printf("]}");
+}
+
 int cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tokd bench: not implemented yet\n");
-    return 1;
+    tokd_bench_params p = {.n_prompt = 512, .n_gen = 128, .reps = 3, .measure_machine = true};
+    const char *v;
+    long x;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
+            if (r < 0) return 2;
+            p.model_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-p", "--n-prompt", &v))) {
+            if (r < 0 || cli_int("bench", "-p", v, 0, 65536, &x)) return 2;
+            p.n_prompt = (int)x;
+        } else if ((r = cli_opt(argc, argv, &i, "-n", "--n-gen", &v))) {
+            if (r < 0 || cli_int("bench", "-n", v, 0, 65536, &x)) return 2;
+            p.n_gen = (int)x;
+        } else if ((r = cli_opt(argc, argv, &i, "-r", "--repetitions", &v))) {
+            if (r < 0 || cli_int("bench", "-r", v, 1, TOKD_BENCH_MAX_REPS, &x)) return 2;
+            p.reps = (int)x;
+        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
+            if (r < 0 || cli_int("bench", "-t", v, 1, 1024, &x)) return 2;
+            p.n_threads = (int)x;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--no-machine")) {
+            p.measure_machine = false;
+        } else {
+            fprintf(stderr, "tokd bench: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!p.model_path) {
+        fprintf(stderr, "tokd bench: need -m MODEL\n");
+        return 2;
+    }
+    if (p.n_prompt == 0 && p.n_gen == 0) {
+        fprintf(stderr, "tokd bench: nothing to measure (-p 0 and -n 0)\n");
+        return 2;
+    }
+    tokd_bench_result r;
+    tokd_err err;
+    if (tokd_bench_model(&p, &r, &err)) {
+        fprintf(stderr, "tokd bench: %s\n", err.msg);
+        return 1;
+    }
+    const double GB = 1e9;
+    if (json) {
+        printf("{\"model\":");
+        json_str(p.model_path);
+        printf(",\"name\":");
+        json_str(r.name);
+        printf(",\"arch\":\"%s\",\"types\":", r.arch);
+        json_str(r.types);
+        printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",", (unsigned long long)r.weight_bytes, r.n_threads,
+               r.kernels);
+        if (r.pp.n) {
+            json_stat("pp", p.n_prompt, &r.pp);
+            putchar(',');
+        }
+        if (r.tg.n) {
+            json_stat("tg", p.n_gen, &r.tg);
+            putchar(',');
+        }
+        printf("\"bytes_per_token\":%llu,\"macs_per_token\":%llu", (unsigned long long)r.bytes_per_token,
+               (unsigned long long)r.macs_per_token);
+        if (p.measure_machine) {
+            printf(",\"bandwidth_gb_s\":%.3f,\"tg_limit_tok_s\":%.3f", r.bandwidth / GB, r.tg_limit);
+            if (r.tg.n) printf(",\"tg_share\":%.4f", r.tg_share);
+            printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
+                   r.peak_int8 / GB, r.isa_int8, 2 * r.peak_f32 / GB, r.isa_f32);
+            printf(",\"pp_peak\":\"%s\"", r.all_quantized ? "int8" : "f32");
+            if (r.pp.n) printf(",\"pp_share\":%.4f", r.pp_peak_share);
+        }
+        printf("}\n");
+        return 0;
+    }
+    printf("model:     %s (%s, %s), %s\n", p.model_path, r.name[0] ? r.name : "?", r.arch, r.types);
+    printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
+           (double)r.weight_bytes / (1 << 20), (double)r.bytes_per_token / 1e6, (double)r.macs_per_token / GB);
+    printf("threads:   %d, kernels %s, %d run%s each\n", r.n_threads, r.kernels, p.reps, p.reps > 1 ? "s" : "");
+    if (r.pp.n) {
+        printf("pp%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_prompt, r.pp.median, r.pp.min, r.pp.max);
+        if (p.measure_machine && r.pp_peak_share > 0)
+            printf("  %5.1f %% of the %s peak", 100 * r.pp_peak_share, r.all_quantized ? "int8" : "f32");
+        putchar('\n');
+    }
+    if (r.tg.n) {
+        printf("tg%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_gen, r.tg.median, r.tg.min, r.tg.max);
+        if (p.measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r.tg_share, r.tg_limit);
+        putchar('\n');
+    }
+    if (p.measure_machine) {
+        printf("machine:   memory read %.2f GB/s (%d threads, 512 MiB, median of 7)\n", r.bandwidth / GB, r.n_threads);
+        printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)\n", r.peak_int8 / GB, r.isa_int8,
+               2 * r.peak_f32 / GB, r.isa_f32);
+    }
+    return 0;
 }

@@ -1,0 +1,345 @@
+/* bench.c — see bench.h. */
+#include "bench.h"
+
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n) {
+    if (n > TOKD_BENCH_MAX_REPS) n = TOKD_BENCH_MAX_REPS;
+    s->n = n;
+    memcpy(s->samples, v, (size_t)n * sizeof *v);
+    double sorted[TOKD_BENCH_MAX_REPS];
+    memcpy(sorted, v, (size_t)n * sizeof *v);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    s->min = sorted[0];
+    s->max = sorted[n - 1];
+    s->median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+/* ---- memory read bandwidth ------------------------------------------------------------ */
+
+static volatile uint64_t bench_sink;
+
+__attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p, size_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 256 <= n; i += 256) {
+        a0 = _mm512_xor_si512(a0, _mm512_load_si512((const void *)(p + i)));
+        a1 = _mm512_xor_si512(a1, _mm512_load_si512((const void *)(p + i + 64)));
+        a2 = _mm512_xor_si512(a2, _mm512_load_si512((const void *)(p + i + 128)));
+        a3 = _mm512_xor_si512(a3, _mm512_load_si512((const void *)(p + i + 192)));
+    }
+    a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+    return (uint64_t)_mm512_reduce_add_epi64(a0);
+}
+
+__attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, size_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 128 <= n; i += 128) {
+        a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(p + i)));
+        a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(p + i + 32)));
+        a2 = _mm256_xor_si256(a2, _mm256_load_si256((const __m256i *)(p + i + 64)));
+        a3 = _mm256_xor_si256(a3, _mm256_load_si256((const __m256i *)(p + i + 96)));
+    }
+    a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+    return (uint64_t)_mm256_extract_epi64(a0, 0) ^ (uint64_t)_mm256_extract_epi64(a0, 3);
+}
+
+static uint64_t read_scalar(const uint8_t *p, size_t n) {
+    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        uint64_t w[4];
+        memcpy(w, p + i, 32);
+        a0 ^= w[0];
+        a1 ^= w[1];
+        a2 ^= w[2];
+        a3 ^= w[3];
+    }
+    return a0 ^ a1 ^ a2 ^ a3;
+}
+
+typedef struct {
+    const uint8_t *buf;
+    size_t bytes;
+    int isa; /* 2: avx512, 1: avx2, 0: scalar */
+} read_job;
+
+static void read_slice(void *arg, int ith, int nth) {
+    read_job *j = arg;
+    size_t per = (j->bytes / (size_t)nth) & ~(size_t)255;
+    const uint8_t *p = j->buf + per * (size_t)ith;
+    uint64_t x = j->isa == 2 ? read_avx512(p, per) : j->isa == 1 ? read_avx2(p, per) : read_scalar(p, per);
+    bench_sink ^= x;
+}
+
+double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes) {
+    const tokd_cpu_features *cpu = tokd_cpu();
+    read_job j = {.bytes = bytes & ~(size_t)4095, .isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0};
+    uint8_t *buf = tokd_aligned_alloc(j.bytes);
+    for (size_t i = 0; i < j.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
+    memset(buf, 1, j.bytes);
+    j.buf = buf;
+    int nth = tokd_pool_size(pool);
+    size_t read_bytes = ((j.bytes / (size_t)nth) & ~(size_t)255) * (size_t)nth;
+    if (passes < 1) passes = 1;
+    if (passes > TOKD_BENCH_MAX_REPS) passes = TOKD_BENCH_MAX_REPS;
+    double v[TOKD_BENCH_MAX_REPS];
+    tokd_pool_run(pool, read_slice, &j); /* warm-up */
+    for (int i = 0; i < passes; i++) {
+        double t0 = tokd_now();
+        tokd_pool_run(pool, read_slice, &j);
+        v[i] = (double)read_bytes / (tokd_now() - t0);
+    }
+    free(buf);
+    tokd_bench_stat s;
+    tokd_bench_stat_of(&s, v, passes);
+    return s.median;
+}
+
+/* ---- arithmetic peak -------------------------------------------------------------------- *
+ * 12 independent accumulator chains hide the instruction latency; the empty asm
+ * statement makes the inputs opaque so the compiler cannot fold the loop. */
+
+#define PEAK_ITERS 4000000
+
+/* Twelve named accumulators (an array would live in memory at -O2), made opaque to the
+ * compiler so that it cannot merge the identical chains. */
+#define PEAK_BODY(VT, ZERO, OP, ADD, REDUCE, MACS_PER_OP)                                   \
+    VT c0 = ZERO, c1 = ZERO, c2 = ZERO, c3 = ZERO, c4 = ZERO, c5 = ZERO, c6 = ZERO, c7 = ZERO, \
+       c8 = ZERO, c9 = ZERO, c10 = ZERO, c11 = ZERO;                                        \
+    __asm__ volatile("" : "+v"(c0), "+v"(c1), "+v"(c2), "+v"(c3), "+v"(c4), "+v"(c5), "+v"(c6), \
+                     "+v"(c7), "+v"(c8), "+v"(c9), "+v"(c10), "+v"(c11));                     \
+    for (int i = 0; i < PEAK_ITERS; i++) {                                                   \
+        __asm__ volatile("" : "+v"(a), "+v"(b));                                             \
+        c0 = OP(c0); c1 = OP(c1); c2 = OP(c2); c3 = OP(c3); c4 = OP(c4); c5 = OP(c5);          \
+        c6 = OP(c6); c7 = OP(c7); c8 = OP(c8); c9 = OP(c9); c10 = OP(c10); c11 = OP(c11);      \
+    }                                                                                        \
+    c0 = ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7)));                  \
+    c0 = ADD(c0, ADD(ADD(c8, c9), ADD(c10, c11)));                                           \
+    bench_sink ^= (uint64_t)REDUCE(c0);                                                      \
+    return (uint64_t)PEAK_ITERS * 12 * (MACS_PER_OP)
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static uint64_t peak_vnni512(void) {
+    __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(2);
+#define OP(c) _mm512_dpbusd_epi32(c, a, b)
+    PEAK_BODY(__m512i, _mm512_setzero_si512(), OP, _mm512_add_epi32, _mm512_reduce_add_epi32, 64);
+#undef OP
+}
+
+__attribute__((target("avx2,avxvnni"))) static uint64_t peak_avxvnni(void) {
+    __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(2);
+#define OP(c) _mm256_dpbusd_avx_epi32(c, a, b)
+#define RED(c) _mm256_extract_epi32(c, 0)
+    PEAK_BODY(__m256i, _mm256_setzero_si256(), OP, _mm256_add_epi32, RED, 32);
+#undef OP
+#undef RED
+}
+
+__attribute__((target("avx2"))) static uint64_t peak_avx2_int8(void) {
+    __m256i a = _mm256_set1_epi8(1), b = a;
+#define OP(c) _mm256_add_epi16(c, _mm256_maddubs_epi16(a, c)) /* c as the second operand: no common subexpression */
+#define RED(c) _mm256_extract_epi16(c, 0)
+    PEAK_BODY(__m256i, _mm256_setzero_si256(), OP, _mm256_add_epi16, RED, 32);
+#undef OP
+#undef RED
+}
+
+__attribute__((target("avx512f"))) static uint64_t peak_fma512(void) {
+    __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(1e-9f);
+#define OP(c) _mm512_fmadd_ps(a, b, c)
+    PEAK_BODY(__m512, _mm512_setzero_ps(), OP, _mm512_add_ps, _mm512_reduce_add_ps, 16);
+#undef OP
+}
+
+__attribute__((target("avx2,fma"))) static uint64_t peak_fma256(void) {
+    __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(1e-9f);
+#define OP(c) _mm256_fmadd_ps(a, b, c)
+    PEAK_BODY(__m256, _mm256_setzero_ps(), OP, _mm256_add_ps, _mm256_cvtss_f32, 8);
+#undef OP
+}
+
+typedef struct {
+    uint64_t (*fn)(void);
+    _Atomic uint64_t macs;
+} peak_job;
+
+static void peak_run(void *arg, int ith, int nth) {
+    peak_job *j = arg;
+    j->macs += j->fn();
+}
+
+static double run_peak(tokd_pool *pool, uint64_t (*fn)(void)) {
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        peak_job j = {fn, 0};
+        double t0 = tokd_now();
+        tokd_pool_run(pool, peak_run, &j);
+        double rate = (double)j.macs / (tokd_now() - t0);
+        if (rate > best) best = rate;
+    }
+    return best;
+}
+
+double tokd_bench_peak_int8(tokd_pool *pool, const char **isa) {
+    const tokd_cpu_features *c = tokd_cpu();
+    if (c->avx512f && c->avx512bw && c->avx512vnni) {
+        *isa = "avx512-vnni vpdpbusd";
+        return run_peak(pool, peak_vnni512);
+    }
+    if (c->avx2 && c->avxvnni) {
+        *isa = "avx-vnni vpdpbusd";
+        return run_peak(pool, peak_avxvnni);
+    }
+    if (c->avx2) {
+        *isa = "avx2 vpmaddubsw";
+        return run_peak(pool, peak_avx2_int8);
+    }
+    *isa = "none";
+    return 0;
+}
+
+double tokd_bench_peak_f32(tokd_pool *pool, const char **isa) {
+    const tokd_cpu_features *c = tokd_cpu();
+    if (c->avx512f) {
+        *isa = "avx512 fma";
+        return run_peak(pool, peak_fma512);
+    }
+    if (c->avx2 && c->fma) {
+        *isa = "avx2 fma";
+        return run_peak(pool, peak_fma256);
+    }
+    *isa = "none";
+    return 0;
+}
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+static bool is_float_type(uint32_t t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16; }
+
+static void count_matrix(const tokd_matrix *w, tokd_bench_result *r) {
+    r->bytes_per_token += (uint64_t)w->n_out * w->row_bytes;
+    r->macs_per_token += (uint64_t)w->n_out * (uint64_t)w->K;
+    if (is_float_type(w->tt->id)) r->all_quantized = false;
+}
+
+static void describe_types(const tokd_model *m, char *out, size_t cap) {
+    uint32_t count[GGML_TYPE_MAX_ID] = {0};
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++)
+        if (m->gguf->tensors[i].type < GGML_TYPE_MAX_ID) count[m->gguf->tensors[i].type]++;
+    size_t len = 0;
+    out[0] = 0;
+    for (uint32_t t = 0; t < GGML_TYPE_MAX_ID && len < cap; t++)
+        if (count[t]) len += (size_t)snprintf(out + len, cap - len, "%s%s x%u", len ? " " : "", ggml_type_name(t), count[t]);
+}
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err) {
+    memset(r, 0, sizeof *r);
+    if (p->reps < 1 || p->reps > TOKD_BENCH_MAX_REPS) return tokd_seterr(err, "repetitions %d out of range (1..%d)", p->reps, TOKD_BENCH_MAX_REPS);
+    if (p->n_prompt < 0 || p->n_gen < 0) return tokd_seterr(err, "negative token counts");
+    tokd_model *m = tokd_model_load(p->model_path, err);
+    if (!m) return -1;
+    const tokd_hparams *hp = &m->hp;
+    snprintf(r->name, sizeof r->name, "%s", m->name);
+    snprintf(r->arch, sizeof r->arch, "%s", m->arch_name);
+    describe_types(m, r->types, sizeof r->types);
+    r->weight_bytes = m->weight_bytes;
+    r->kernels = tokd_kernels_path();
+    r->all_quantized = true;
+
+    /* bytes and multiply-accumulates of one decoded token */
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) count_matrix(ws[i], r);
+        r->bytes_per_token += 2ull * (uint64_t)hp->n_embd * sizeof(float);
+        if (L->bq) r->bytes_per_token += (uint64_t)(hp->n_head + 2 * hp->n_head_kv) * (uint64_t)hp->head_dim * sizeof(float);
+    }
+    count_matrix(&m->output, r);
+    r->bytes_per_token += m->tok_embd.row_bytes + (uint64_t)hp->n_embd * sizeof(float);
+    /* mean KV cache read per decode step: positions 1..n_gen */
+    r->bytes_per_token += (uint64_t)((double)tokd_kv_bytes_per_token(m) * (p->n_gen + 1) / 2.0);
+
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_threads = p->n_threads;
+    cp.n_batch = p->n_prompt > 32 ? p->n_prompt : 32;
+    int32_t need = (p->n_prompt > p->n_gen ? p->n_prompt : p->n_gen) + 32;
+    cp.n_ctx = need;
+    int rc = -1;
+    tokd_batch_entry *batch = NULL;
+    float *logits = NULL;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, err);
+    if (!c) goto done;
+    r->n_threads = p->n_threads > 0 ? p->n_threads : tokd_physical_cores();
+    batch = tokd_xmalloc((size_t)cp.n_batch * sizeof *batch);
+    logits = tokd_xmalloc((size_t)hp->n_vocab * sizeof(float));
+    uint64_t rng = 42;
+
+    /* warm-up: a short prompt and one decode step (pages in every weight) */
+    int32_t nw = p->n_prompt < 32 ? (p->n_prompt > 0 ? p->n_prompt : 1) : 32;
+    for (int32_t i = 0; i < nw; i++) batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i, 0, i == nw - 1};
+    if (tokd_forward(c, batch, nw, logits, err)) goto done;
+    batch[0] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), nw, 0, true};
+    if (tokd_forward(c, batch, 1, logits, err)) goto done;
+
+    double v[TOKD_BENCH_MAX_REPS];
+    if (p->n_prompt > 0) {
+        for (int rep = 0; rep < p->reps; rep++) {
+            tokd_seq_truncate(c, 0, 0);
+            for (int32_t i = 0; i < p->n_prompt; i++)
+                batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i, 0, i == p->n_prompt - 1};
+            double t0 = tokd_now();
+            if (tokd_forward(c, batch, p->n_prompt, logits, err)) goto done;
+            v[rep] = p->n_prompt / (tokd_now() - t0);
+        }
+        tokd_bench_stat_of(&r->pp, v, p->reps);
+    }
+    if (p->n_gen > 0) {
+        for (int rep = 0; rep < p->reps; rep++) {
+            tokd_seq_truncate(c, 0, 0);
+            int32_t tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
+            double t0 = tokd_now();
+            for (int32_t i = 0; i < p->n_gen; i++) {
+                tokd_batch_entry e = {tok, i, 0, true};
+                if (tokd_forward(c, &e, 1, logits, err)) goto done;
+                tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
+            }
+            v[rep] = p->n_gen / (tokd_now() - t0);
+        }
+        tokd_bench_stat_of(&r->tg, v, p->reps);
+    }
+    tokd_ctx_free(c);
+    c = NULL;
+
+    if (p->measure_machine) {
+        tokd_pool *pool = tokd_pool_new(p->n_threads);
+        r->bandwidth = tokd_bench_read_bandwidth(pool, (size_t)512 << 20, 7);
+        r->peak_int8 = tokd_bench_peak_int8(pool, &r->isa_int8);
+        r->peak_f32 = tokd_bench_peak_f32(pool, &r->isa_f32);
+        tokd_pool_free(pool);
+        r->tg_limit = r->bandwidth / (double)r->bytes_per_token;
+        if (r->tg.n) r->tg_share = r->tg.median / r->tg_limit;
+        double peak = r->all_quantized ? r->peak_int8 : r->peak_f32;
+        if (r->pp.n && peak > 0) r->pp_peak_share = r->pp.median * (double)r->macs_per_token / peak;
+    }
+    rc = 0;
+done:
+    free(batch);
+    free(logits);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+    return rc;
+}

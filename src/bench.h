@@ -1,0 +1,76 @@
+/* bench.h — what `tokd bench` measures, as a library.
+ *
+ * Model speed with llama-bench's definitions:
+ *   pp (prompt processing): one batch of n_prompt tokens evaluated in a single
+ *       tokd_forward call from an empty context, logits for the last token only;
+ *       tokens/s = n_prompt / time of that call;
+ *   tg (text generation): n_gen single-token tokd_forward calls from an empty context,
+ *       each returning logits; tokens/s = n_gen / total time.
+ * Each is repeated `reps` times (the context cleared in between) after one warm-up (a
+ * prompt of min(n_prompt, 32) tokens and one decode step, which also pages in the
+ * mmapped weights); results are the median, min and max over the repetitions.
+ *
+ * Machine limits, measured with the same thread count on the same thread pool:
+ *   memory read bandwidth — every thread streams its slice of a buffer far larger than
+ *       the caches (512 MiB) with the widest loads the CPU has; median over passes;
+ *   arithmetic peak — a tight loop of independent int8 multiply-accumulates (AVX-512
+ *       VNNI vpdpbusd, AVX-VNNI, or AVX2 vpmaddubsw) and of f32 FMAs, in registers only;
+ *       best of a few runs.
+ * Derived: tg's limit = bandwidth / bytes read per decoded token (every weight matrix,
+ * the output matrix, one embedding row, norms, plus the mean KV cache read over the
+ * run), and tg's share of it; pp's share of the arithmetic peak = pp tokens/s x
+ * multiply-accumulates per token (weight-matrix elements) / peak MAC/s, against the
+ * int8 peak when every weight matrix is quantized (the kernels then multiply int8) and
+ * the f32 peak otherwise. */
+#ifndef TOKD_BENCH_H
+#define TOKD_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/threadpool.h"
+#include "util.h"
+
+#define TOKD_BENCH_MAX_REPS 100
+
+typedef struct {
+    double median, min, max;
+    int n;
+    double samples[TOKD_BENCH_MAX_REPS];
+} tokd_bench_stat;
+
+/* Median/min/max of n values (n >= 1). */
+void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n);
+
+/* Read bandwidth in bytes/s: median over `passes` passes over `bytes` bytes. */
+double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes);
+
+/* Arithmetic peak in multiply-accumulates per second over all pool threads; *isa names
+ * the instruction used ("avx512-vnni", ...; "none" and 0 when the CPU has no SIMD path). */
+double tokd_bench_peak_int8(tokd_pool *pool, const char **isa);
+double tokd_bench_peak_f32(tokd_pool *pool, const char **isa);
+
+typedef struct {
+    const char *model_path;
+    int n_prompt, n_gen, reps, n_threads;
+    bool measure_machine; /* bandwidth and peaks */
+} tokd_bench_params;
+
+typedef struct {
+    char name[128], arch[32], types[256];
+    uint64_t weight_bytes;     /* all tensors of the file */
+    uint64_t bytes_per_token;  /* read per decoded token (see above) */
+    uint64_t macs_per_token;   /* weight-matrix multiply-accumulates per token */
+    bool all_quantized;
+    int n_threads;
+    const char *kernels;
+    tokd_bench_stat pp, tg;    /* tokens/s; n = 0 when skipped */
+    double bandwidth;          /* bytes/s */
+    double peak_int8, peak_f32; /* MAC/s */
+    const char *isa_int8, *isa_f32;
+    double tg_limit, tg_share, pp_peak_share;
+} tokd_bench_result;
+
+int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err);
+
+#endif
