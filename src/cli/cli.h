@@ -10,6 +10,7 @@ int cmd_logits(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_bench_serve(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

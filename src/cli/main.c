@@ -17,6 +17,7 @@ static const command commands[] = {
     {"info", cmd_info, "info -m MODEL"},
     {"render", cmd_render, "render --template FILE.jinja   (JSON on stdin)"},
     {"serve", cmd_serve, "serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N] [--kv-mem MIB] [--ctx N] [-t N] [--timeout S]"},
+    {"bench-serve", cmd_bench_serve, "bench-serve [--host H] [--port P] [-c CLIENTS] [-n REQUESTS] [--max-tokens N] [--prompt-words N] [--shared-prefix-words N] [--temp T] [--api-key K]"},
     {"chat", cmd_chat, "chat -m MODEL [--system TEXT] [-n N] [--temp T] [--seed S] [-t N] [-c CTX]"},
     {"bench", cmd_bench, "bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]"},
     {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE"},

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1141,6 +1142,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         cs = tokd_xcalloc(1, sizeof *cs);
         cs->t_start = tokd_now();
         *con_cls = cs;
+        /* streamed chunks are small: send each at once (no Nagle wait for the client's delayed ACK) */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int one = 1;
+        if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end;
