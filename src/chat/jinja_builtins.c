@@ -367,7 +367,10 @@ jv *jx_binop(jctx *c, const jnode *at, int op, jv *a, jv *b) {
                 return jv_int(c, op == OP_MOD ? m : q);
             }
             case OP_POW: {
-                if (y < 0) return jv_float(c, pow((double)x, (double)y));
+                if (y < 0) {
+                    if (x == 0) jx_fail(c, at, "0.0 cannot be raised to a negative power");
+                    return jv_float(c, pow((double)x, (double)y));
+                }
                 int64_t res = 1, base = x;
                 int64_t e = y;
                 while (e) {
@@ -523,7 +526,9 @@ static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
         default: jx_fail(c, at, "unsupported format character '%c'", conv);
         }
     }
-    if (tuple ? ai < args->l.n : ai == 0) jx_fail(c, at, "not all arguments converted during string formatting");
+    bool mapping_like = !tuple && (args->kind == JV_LIST || args->kind == JV_DICT); /* Python skips the check */
+    if (tuple ? ai < args->l.n : (ai == 0 && !mapping_like))
+        jx_fail(c, at, "not all arguments converted during string formatting");
     return B(c, &b);
 }
 
@@ -961,6 +966,7 @@ FILTER(int) {
     jx_check_args(c, at, "int", a, 2, kw);
     jv *def = jx_arg(a, 0, "default"), *basev = jx_arg(a, 1, "base");
     int64_t base = basev ? need_int(c, at, basev, "base") : 10;
+    if (x->kind == JV_UNDEF) undef_fail(c, at, x);
     if (base < 2 || base > 36) base = 10;
     switch (x->kind) {
     case JV_INT: return x;
@@ -984,6 +990,7 @@ FILTER(float) {
     static const char *const kw[] = {"default", NULL};
     jx_check_args(c, at, "float", a, 1, kw);
     jv *def = jx_arg(a, 0, "default");
+    if (x->kind == JV_UNDEF) undef_fail(c, at, x);
     if (jv_is_num(x)) return jv_float(c, jv_num(x));
     double d;
     if (x->kind == JV_STR && parse_pyfloat(x->s.p, x->s.n, &d)) return jv_float(c, d);
@@ -1052,7 +1059,9 @@ FILTER(indent) {
         memset(sp, ' ', (size_t)n);
         ind = jv_str_nocopy(c, sp, (size_t)n);
     }
-    jv *s = py_to_str(c, x);
+    if (x->kind == JV_UNDEF) undef_fail(c, at, x);
+    if (x->kind != JV_STR) jx_fail(c, at, "unsupported operand type(s) for +=: '%s' and 'str'", jv_typename(x));
+    jv *s = x;
     jbuf t = newbuf(c);
     jb_put(c, &t, s->s.p, s->s.n);
     jb_putc(c, &t, '\n');
@@ -1294,12 +1303,9 @@ TEST(sequence) {
            (x->kind == JV_DICT && x->sub == JD_DICT);
 }
 TEST(callable) { return x->kind == JV_FUNC || (x->kind == JV_DICT && x->sub == JD_LOOP); }
-TEST(odd) {
-    if (x->kind == JV_UNDEF) undef_fail(c, at, x);
-    if (x->kind != JV_INT && x->kind != JV_BOOL) jx_fail(c, at, "odd test needs an integer");
-    return (x->kind == JV_INT ? x->i : x->b) % 2 != 0;
-}
-TEST(even) { return !t_odd(c, at, x, a); }
+/* jinja2: value % 2 == 1 / == 0, so 2.5 is neither */
+TEST(odd) { return jv_equal(c, jx_binop(c, at, OP_MOD, x, jv_int(c, 2)), jv_int(c, 1)); }
+TEST(even) { return jv_equal(c, jx_binop(c, at, OP_MOD, x, jv_int(c, 2)), jv_int(c, 0)); }
 TEST(divisibleby) {
     jv *n = test_arg(c, at, a, "divisibleby");
     jv *m = jx_binop(c, at, OP_MOD, x, n);
@@ -1321,7 +1327,9 @@ TEST(in) {
         for (size_t i = 0; i < seq->l.n; i++)
             if (jv_equal(c, seq->l.a[i], x)) return true;
         return false;
-    case JV_DICT: return seq->sub == JD_DICT && jv_dict_get(seq, x) != NULL;
+    case JV_DICT:
+        if ((x->kind == JV_LIST && x->sub != JL_TUPLE) || x->kind == JV_DICT) jx_fail(c, at, "unhashable type: '%s'", jv_typename(x));
+        return seq->sub == JD_DICT && jv_dict_get(seq, x) != NULL;
     case JV_UNDEF: return false;
     default: jx_fail(c, at, "argument of type '%s' is not iterable", jv_typename(seq));
     }
@@ -1333,7 +1341,7 @@ TEST(sameas) {
     return false;
 }
 TEST(lower) {
-    if (x->kind != JV_STR) return false;
+    x = py_to_str(c, x); /* jinja2: str(value).islower() */
     jv *l = str_case(c, x, CASE_LOWER);
     bool cased = false;
     size_t i = 0;
@@ -1342,7 +1350,7 @@ TEST(lower) {
     return cased && l->s.n == x->s.n && !memcmp(l->s.p, x->s.p, x->s.n);
 }
 TEST(upper) {
-    if (x->kind != JV_STR) return false;
+    x = py_to_str(c, x);
     jv *u = str_case(c, x, CASE_UPPER);
     bool cased = false;
     size_t i = 0;

@@ -18,6 +18,11 @@
 
 enum { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE };
 
+/* the hidden loop entry that makes loop(...) work in recursive loops */
+#define LOOP_RECURSE_KEY "\x01recurse"
+
+static jv *call_loop(jctx *c, const jnode *at, jv *loop, jargs *a);
+
 _Noreturn void jx_fail(jctx *c, const jnode *at, const char *fmt, ...) {
     if (!at) at = c->cur;
     char msg[400];
@@ -296,12 +301,14 @@ static jv *call_macro(jctx *c, const jnode *at, jv *fn, jargs *a) {
 jv *jx_call(jctx *c, const jnode *at, jv *fn, jargs *a) {
     if (fn->kind == JV_FUNC) {
         if (fn->sub == JF_MACRO) return call_macro(c, at, fn, a);
+        if (!fn->fu.fn) jx_fail(c, at, "object is not callable");
         const jnode *saved = c->cur;
         c->cur = at;
         jv *r = fn->fu.fn(c, fn->fu.self, a);
         c->cur = saved;
         return r;
     }
+    if (fn->kind == JV_DICT && fn->sub == JD_LOOP) return call_loop(c, at, fn, a);
     if (fn->kind == JV_UNDEF) undef_fail(c, at, fn);
     jx_fail(c, at, "'%s' object is not callable", jv_typename(fn));
 }
@@ -337,6 +344,8 @@ static bool contains(jctx *c, const jnode *at, jv *container, jv *item) {
         return false;
     case JV_DICT:
         if (container->sub != JD_DICT) break;
+        if ((item->kind == JV_LIST && item->sub != JL_TUPLE) || item->kind == JV_DICT)
+            jx_fail(c, at, "unhashable type: '%s'", jv_typename(item));
         jx_charge(c, container->d.n / 8);
         return jv_dict_get(container, item) != NULL;
     case JV_UNDEF: return false;
@@ -528,9 +537,8 @@ static jv *loop_cycle(jctx *c, jv *self, jargs *a) {
     return a->pos[(size_t)idx->i % a->npos];
 }
 
-static void exec_for(jctx *c, jscope *s, const jnode *n) {
-    if (n->recursive) jx_fail(c, n, "recursive loops are not supported");
-    jv *items = jx_iter_list(c, n->b, jx_eval(c, s, n->b));
+/* Run a for loop's body over items (depth > 1 for {{ loop(...) }} in recursive loops). */
+static void run_loop(jctx *c, jscope *s, const jnode *n, jv *items, int64_t depth) {
     if (n->c) { /* {% for x in y if cond %}: filter first, so loop.length counts the kept items */
         jv *kept = jv_list(c, JL_LIST, 0);
         for (size_t i = 0; i < items->l.n; i++) {
@@ -541,7 +549,12 @@ static void exec_for(jctx *c, jscope *s, const jnode *n) {
         items = kept;
     }
     size_t len = items->l.n;
-    int64_t depth = 1; /* only recursive loops (unsupported) go deeper */
+    jv *recurse = NULL;
+    if (n->recursive) {
+        recurse = jv_builtin(c, "loop", NULL, NULL);
+        recurse->fu.macro = n;
+        recurse->fu.closure = s;
+    }
     for (size_t i = 0; i < len; i++) {
         jx_charge(c, 1);
         jscope *ls = new_scope(c, s);
@@ -558,11 +571,32 @@ static void exec_for(jctx *c, jscope *s, const jnode *n) {
         if (i > 0) jv_dict_sets(c, loop, "previtem", items->l.a[i - 1]);
         if (i + 1 < len) jv_dict_sets(c, loop, "nextitem", items->l.a[i + 1]);
         jv_dict_sets(c, loop, "cycle", jv_builtin(c, "cycle", loop_cycle, loop));
+        if (recurse) jv_dict_sets(c, loop, LOOP_RECURSE_KEY, recurse);
         jv_dict_sets(c, ls->vars, "loop", loop);
         assign(c, ls, n->a, items->l.a[i]);
         if (exec_body(c, ls, &n->body) == FLOW_BREAK) break;
     }
     if (len == 0 && n->else_.n) exec_body(c, new_scope(c, s), &n->else_);
+}
+
+static void exec_for(jctx *c, jscope *s, const jnode *n) {
+    run_loop(c, s, n, jx_iter_list(c, n->b, jx_eval(c, s, n->b)), 1);
+}
+
+/* loop(items) inside a recursive for loop: the body over the new items, as a string */
+static jv *call_loop(jctx *c, const jnode *at, jv *loop, jargs *a) {
+    jv *r = jv_dict_gets(loop, LOOP_RECURSE_KEY);
+    if (!r) jx_fail(c, at, "'LoopContext' object is not callable (the loop is not recursive)");
+    if (a->npos != 1 || a->nkw) jx_fail(c, at, "loop() takes exactly one argument");
+    jx_enter(c, at);
+    jv *depth = jv_dict_gets(loop, "depth");
+    jbuf b = {.limit = c->lim.max_output};
+    jbuf *saved = c->out;
+    c->out = &b;
+    run_loop(c, r->fu.closure, r->fu.macro, jx_iter_list(c, at, a->pos[0]), depth->i + 1);
+    c->out = saved;
+    jx_leave(c);
+    return jv_str_nocopy(c, b.p ? b.p : "", b.n);
 }
 
 static jv *make_macro(jctx *c, jscope *s, const jnode *n, const char *name) {

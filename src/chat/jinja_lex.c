@@ -369,13 +369,11 @@ void jinja_lex(jarena *a, jmp_buf *fail, tokd_err *err, const char *src, size_t 
         } else if (kind == '%') {
             char lc, rc;
             size_t after = match_simple_block(&L, t, "raw", &lc, &rc);
-            if (after) {
-                /* raw block: find {% endraw %} */
+            if (after && rc != '+') { /* jinja2 knows no "raw +%}": that falls through to an unknown tag */
+                /* raw block: find {% endraw %}; no trim_blocks after the opening tag, as in jinja2 */
                 size_t body = after;
                 if (rc == '-')
                     while (body < n && is_ws(s[body])) body++;
-                else if (rc != '+' && body < n && s[body] == '\n')
-                    body++;
                 size_t e = body, eafter = 0;
                 char elc = 0, erc = 0;
                 for (; e + 1 < n; e++)
