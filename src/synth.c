@@ -168,7 +168,7 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
         if (r > 0) tokd_seterr(err, "'%s' has no tokenizer (tokenizer.ggml.tokens)", vpath);
         goto done;
     }
-    int64_t n_file = (int64_t)toks.n, n_vocab = sh->n_vocab;
+    int64_t n_file = (int64_t)toks.n, n_vocab = p->n_vocab > 0 ? p->n_vocab : sh->n_vocab;
     if (n_file > n_vocab) {
         if (p->log) fprintf(p->log, "synth: the vocabulary has %lld tokens: n_vocab %lld -> %lld\n", (long long)n_file,
                             (long long)n_vocab, (long long)n_file);

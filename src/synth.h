@@ -41,6 +41,7 @@ typedef struct {
     const char *type;        /* a quantize.h target: F32 ... Q4_K_M */
     const char *vocab_path;  /* NULL: the shape's default under $TOKD_SHARED (../shared) */
     uint64_t seed;
+    int32_t n_vocab;         /* 0: the shape's; else overrides it (tests) */
     int n_threads;           /* <= 0: physical cores */
     FILE *log;               /* progress lines, or NULL */
 } tokd_synth_params;
