@@ -326,7 +326,8 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
 
     if (p->measure_machine) {
         tokd_pool *pool = tokd_pool_new(p->n_threads);
-        r->bandwidth = tokd_bench_read_bandwidth(pool, (size_t)512 << 20, 7);
+        r->bw_mib = p->bw_mib > 0 ? p->bw_mib : 512;
+        r->bandwidth = tokd_bench_read_bandwidth(pool, (size_t)r->bw_mib << 20, 7);
         r->peak_int8 = tokd_bench_peak_int8(pool, &r->isa_int8);
         r->peak_f32 = tokd_bench_peak_f32(pool, &r->isa_f32);
         tokd_pool_free(pool);

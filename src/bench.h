@@ -54,6 +54,7 @@ typedef struct {
     const char *model_path;
     int n_prompt, n_gen, reps, n_threads;
     bool measure_machine; /* bandwidth and peaks */
+    int bw_mib;           /* bandwidth buffer in MiB (0: 512) */
 } tokd_bench_params;
 
 typedef struct {
@@ -66,6 +67,7 @@ typedef struct {
     const char *kernels;
     tokd_bench_stat pp, tg;    /* tokens/s; n = 0 when skipped */
     double bandwidth;          /* bytes/s */
+    int bw_mib;                /* buffer it was measured on */
     double peak_int8, peak_f32; /* MAC/s */
     const char *isa_int8, *isa_f32;
     double tg_limit, tg_share, pp_peak_share;

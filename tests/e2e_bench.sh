@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# e2e_bench.sh — `tokd bench` through the CLI on stories260K (-p 32 -n 8 -r 1, a 64 MiB
+# bandwidth buffer to stay fast): it runs,
+# prints every field in text and in JSON, and rejects bad options. No timing assertions:
+# only that the figures are there and positive. Prints "N passed, M failed".
+set -u
+TOKD=${TOKD:-build/tokd}
+SHARED=${TOKD_SHARED:-../shared}
+MODEL=$SHARED/models/stories260K.gguf
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# text output
+if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 1 -t 2 --bw-mib 64 >"$tmp/out" 2>"$tmp/err"; then ok; else bad "bench exited $?: $(cat "$tmp/err")"; fi
+for field in '^model: ' '^threads: *2' '^pp32 .* tok/s' '^tg8 .* tok/s .* % of the bandwidth limit' \
+    'memory read [0-9.]* GB/s' 'int8 peak [0-9.]* GMAC/s'; do
+    if grep -Eq "$field" "$tmp/out"; then ok; else bad "text output lacks /$field/"; fi
+done
+
+# JSON output: one object with the fields, numbers positive
+if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 2 --bw-mib 64 --json >"$tmp/json" 2>"$tmp/err"; then ok; else bad "bench --json exited $?"; fi
+fields='pp.median_tok_s pp.min_tok_s pp.max_tok_s tg.median_tok_s tg.min_tok_s tg.max_tok_s bandwidth_gb_s tg_limit_tok_s tg_share pp_share bytes_per_token weight_bytes threads'
+if command -v node >/dev/null 2>&1; then
+    if node -e '
+        const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+        let bad = [];
+        for (const f of process.argv[2].split(" ")) {
+            const v = f.split(".").reduce((a, k) => (a == null ? a : a[k]), o);
+            if (!(typeof v === "number" && v > 0)) bad.push(f + "=" + v);
+        }
+        if (o.pp.runs !== 2 || o.pp.samples.length !== 2 || o.tg.n_tokens !== 8) bad.push("runs/samples/n_tokens");
+        if (bad.length) { console.error(bad.join(" ")); process.exit(1); }' "$tmp/json" "$fields"; then ok; else bad "JSON fields"; fi
+else
+    for f in $fields; do
+        k=${f##*.}
+        if grep -Eq "\"$k\":[0-9]*\.?[0-9]+" "$tmp/json"; then ok; else bad "JSON lacks $k"; fi
+    done
+fi
+[ "$(wc -l <"$tmp/json")" -eq 1 ] && ok || bad "JSON is not one line"
+
+# -n 0 skips tg; --no-machine skips the machine figures
+"$TOKD" bench -m "$MODEL" -p 16 -n 0 -r 1 --no-machine --json >"$tmp/json2" 2>/dev/null
+if grep -q '"pp":' "$tmp/json2" && ! grep -q '"tg":' "$tmp/json2" && ! grep -q bandwidth "$tmp/json2"; then ok; else bad "-n 0 --no-machine: $(cat "$tmp/json2")"; fi
+
+# errors: one line on stderr, non-zero exit, nothing on stdout
+err_case() {
+    local name=$1
+    shift
+    "$TOKD" bench "$@" >"$tmp/o" 2>"$tmp/e"
+    local rc=$?
+    if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && [ ! -s "$tmp/o" ]; then ok; else bad "$name: rc=$rc, stderr: $(cat "$tmp/e")"; fi
+}
+err_case "no -m"
+err_case "missing model" -m "$tmp/none.gguf"
+err_case "bad -p" -m "$MODEL" -p x
+err_case "bad -r" -m "$MODEL" -r 0
+err_case "unknown option" -m "$MODEL" --bogus
+err_case "nothing to do" -m "$MODEL" -p 0 -n 0
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
