@@ -84,8 +84,11 @@ check: deps
 	@$(MAKE) --no-print-directory fuzz RESULTS_FILE=$(abspath build/check-results)
 	@awk '{p += $$1; f += $$2} END {printf "all stages (test, test-asan, fuzz):\n%d passed, %d failed\n", p, f}' build/check-results
 
-bench: $(BUILD)/tokd
-	@echo "benchmarks: see bench/README.md"
+bench: $(BUILD)/tokd $(BUILD)/libtokd.a
+	@mkdir -p $(BUILD)/bench
+	@for f in $(sort $(wildcard bench/*.c)); do b=$(BUILD)/bench/$$(basename $$f .c); echo "CC $$b"; \
+	  $(CC) $(BASEFLAGS) $(CFLAGS) -o $$b $$f $(BUILD)/libtokd.a $(LIBS) || exit 1; done
+	@echo "benchmarks in $(BUILD)/bench: see bench/README.md"
 
 clean:
 	rm -rf build build-asan build-fuzz
