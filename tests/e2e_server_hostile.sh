@@ -86,6 +86,7 @@ expect "tokenize"                 200 /tokenize '{"content":"Once upon a time"}'
 expect "detokenize"               200 /detokenize '{"tokens":[1,403,407]}'
 expect "ok with token ids"        200 $C '{"prompt":[1,403,407],"max_tokens":3}'
 # a body sent one byte per second: the connection is closed after --timeout (2 s)
+trap "" PIPE  # a write to the socket the server closed must fail, not kill us
 start=$(date +%s)
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n' "$KEY" >&3
