@@ -54,6 +54,7 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
         return tokd_seterr(err, "prompt of %d tokens does not fit the context of %d tokens", n_prompt, n_ctx);
     tokd_sampler *smp = tokd_sampler_new(&p->sampling, V, err);
     if (!smp) return -1;
+    if (p->grammar) tokd_sampler_set_mask(smp, tokd_grammar_mask_hook, p->grammar);
     tokd_stop *stop = NULL;
     size_t *lens = NULL;
     if (p->n_stop > 0) {
@@ -99,6 +100,10 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
         t_prev = t;
         st->n_gen++;
         if (p->on_token) p->on_token(p->ud, tok);
+        if (p->grammar && (res.all_banned || tokd_grammar_accept(p->grammar, tok))) {
+            rc = tokd_seterr(err, "grammar: no token can continue the output");
+            goto done;
+        }
         if (tokd_token_is_eog(m->tok, tok)) {
             st->finish = TOKD_FINISH_EOG;
             break;
@@ -116,6 +121,10 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
             tokd_buf_append(&out, piece.data, piece.len);
         }
         emit(p, &out);
+        if (p->grammar && !tokd_grammar_can_continue(p->grammar)) {
+            st->finish = TOKD_FINISH_EOG;
+            break;
+        }
         if (p->n_predict >= 0 && st->n_gen >= p->n_predict) {
             st->finish = TOKD_FINISH_LENGTH;
             break;

@@ -5,6 +5,7 @@
 #ifndef TOKD_GENERATE_H
 #define TOKD_GENERATE_H
 
+#include "grammar.h"
 #include "model.h"
 #include "sampler.h"
 #include "stop.h"
@@ -31,6 +32,11 @@ typedef struct {
     void (*on_text)(void *ud, const char *text, size_t len); /* called with each safe chunk */
     void (*on_token)(void *ud, int32_t token);                /* each sampled token (optional) */
     void *ud;
+    /* Optional grammar constraint (NULL: none), owned by the caller and advanced in place:
+     * it masks each sampling step, is advanced by every generated token, and generation ends
+     * with finish "eog" once the grammar admits nothing more. An end-of-generation token is
+     * then allowed only where the grammar is complete. */
+    tokd_grammar_state *grammar;
     int32_t n_keep;             /* the sequence already holds prompt[0, n_keep) (e.g. the shared
                                    part of a chat's previous turn); it is kept, the rest of the
                                    prompt is evaluated. Clamped to n_prompt - 1. */
