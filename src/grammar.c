@@ -178,6 +178,21 @@ static int32_t add_class(parser *p, uint32_t *r, int32_t n, bool negate) {
         r = q;
         m = k;
     }
+    /* surrogates are not characters: no class holds them, so no UTF-8 prefix of one survives */
+    uint32_t *q = tokd_xmalloc((size_t)(2 * m + 2) * 2 * sizeof *q);
+    int32_t k = 0;
+    for (int32_t i = 0; i < m; i++) {
+        uint32_t lo = r[2 * i], hi = r[2 * i + 1];
+        if (hi < 0xD800 || lo > 0xDFFF) {
+            q[2 * k] = lo, q[2 * k + 1] = hi, k++;
+            continue;
+        }
+        if (lo < 0xD800) q[2 * k] = lo, q[2 * k + 1] = 0xD7FF, k++;
+        if (hi > 0xDFFF) q[2 * k] = 0xE000, q[2 * k + 1] = hi, k++;
+    }
+    free(r);
+    r = q;
+    m = k;
     if (p->n_classes == p->cap_classes) {
         p->cap_classes = p->cap_classes ? p->cap_classes * 2 : 32;
         p->classes = tokd_xrealloc(p->classes, (size_t)p->cap_classes * sizeof *p->classes);

@@ -1,0 +1,496 @@
+/* test_grammar.c — grammar parser errors, matcher cases, JSON Schema translation, the token
+ * mask against brute force on real vocabularies, and the acceptance test: random-weight
+ * models generating under JSON schemas always produce valid JSON. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "generate.h"
+#include "gguf.h"
+#include "grammar.h"
+#include "t.h"
+
+static tokd_grammar *parse(const char *src) {
+    tokd_err e = {{0}};
+    tokd_grammar *g = tokd_grammar_parse(src, strlen(src), &e);
+    CHECK(g != NULL, "grammar should parse: %s: %s", src, e.msg);
+    return g;
+}
+
+static void expect_error(const char *src, const char *want) {
+    tokd_err e = {{0}};
+    tokd_grammar *g = tokd_grammar_parse(src, strlen(src), &e);
+    CHECK(g == NULL, "grammar should fail: %s", src);
+    CHECK(strstr(e.msg, want) != NULL, "error for %s: got '%s', want '%s'", src, e.msg, want);
+    tokd_grammar_free(g);
+}
+
+static void test_errors(void) {
+    expect_error("", "line 1, column 1: empty grammar");
+    expect_error("root ::= \"a\" [", "line 1, column 14: unterminated character class");
+    expect_error("root ::= \"a\nb\"", "line 1, column 12: newline in string literal");
+    expect_error("root ::= \"abc", "line 1, column 10: unterminated string literal");
+    expect_error("root ::= x", "line 1, column 10: undefined rule 'x'");
+    expect_error("a ::= \"x\"", "no 'root' rule");
+    expect_error("root ::= \"a\"\nroot ::= \"b\"", "line 2, column 1: rule 'root' defined twice");
+    expect_error("root ::= ( \"a\"", "line 1, column 10: unclosed '('");
+    expect_error("root ::= \"a\" )", "line 1, column 14: unmatched ')'");
+    expect_error("root ::= \"a\"{3,2}", "maximum below minimum");
+    expect_error("root ::= \"a\"{1,99999}", "repetition count above");
+    expect_error("root ::= \"a\"**", "repetition of a repetition");
+    expect_error("root ::= [b-a]", "range end below its start");
+    expect_error("root ::= []", "empty character class");
+    expect_error("root ::= \"\\q\"", "line 1, column 11: unknown escape");
+    expect_error("root ::= \"\\x4\"", "needs 2 hex digits");
+    expect_error("root ::= \"\\U00110000\"", "out of range");
+    expect_error("root ::= \"\xff\"", "invalid UTF-8");
+    expect_error("root = \"a\"", "expected '::=' after rule name 'root'");
+    expect_error("root ::= @", "unexpected '@'");
+    expect_error("root ::= a\na ::= a \"x\" | \"y\"", "line 2, column 1: left recursion through rule 'a'");
+    expect_error("root ::= b \"x\"\nb ::= c\nc ::= \"\" | root", "left recursion");
+    expect_error("root ::= (\"a\"?)*", "can repeat without consuming input");
+    char deep[600] = "root ::= ";
+    for (int i = 0; i < 200; i++) strcat(deep, "(");
+    expect_error(deep, "nested too deeply");
+}
+
+typedef struct {
+    const char *grammar, *input;
+    bool ok;
+} mcase;
+
+static void test_matcher(void) {
+    static const mcase cases[] = {
+        {"root ::= \"ab\" [c-e]+", "abcde", true},
+        {"root ::= \"ab\" [c-e]+", "ab", false},
+        {"root ::= \"ab\" [c-e]+", "abf", false},
+        {"root ::= (\"a\" | \"b\"){2,3}", "ab", true},
+        {"root ::= (\"a\" | \"b\"){2,3}", "aba", true},
+        {"root ::= (\"a\" | \"b\"){2,3}", "a", false},
+        {"root ::= (\"a\" | \"b\"){2,3}", "abab", false},
+        {"root ::= \"x\"{3}", "xxx", true},
+        {"root ::= \"x\"{3}", "xx", false},
+        {"root ::= \"xy\"{2,}", "xyxyxy", true},
+        {"root ::= \"xy\"{2,}", "xy", false},
+        {"root ::= \"a\"? \"b\"", "b", true},
+        {"root ::= \"a\"? \"b\"", "ab", true},
+        {"root ::= \"a\"* \"b\"", "aaaab", true},
+        {"root ::= [^\"\\\\]*", "h\xc3\xa9llo", true},
+        {"root ::= [^\"\\\\]*", "a\"", false},
+        {"root ::= [\xce\xb1-\xcf\x89]+", "\xce\xb1\xce\xb2\xce\xb3", true},
+        {"root ::= [\xce\xb1-\xcf\x89]+", "\xce\xb1" "a", false},
+        {"root ::= . . .", "a\xe2\x82\xac\xf0\x9f\x98\x80", true},
+        {"root ::= .", "\xff", false},          /* invalid UTF-8 never matches */
+        {"root ::= .", "\xc0\x80", false},      /* overlong */
+        {"root ::= .", "\xed\xa0\x80", false},  /* surrogate */
+        {"root ::= \"\\x41\\u00e9\\U0001F600\"", "A\xc3\xa9\xf0\x9f\x98\x80", true},
+        {"root ::= x\nx ::= \"(\" x \")\" | \"\"", "((()))", true},
+        {"root ::= x\nx ::= \"(\" x \")\" | \"\"", "(()", false},
+        {"root ::= \"a\" # comment\n  | \"b\" # another\n", "b", true},
+        {"root ::= item (\",\" item)*\nitem ::= [0-9]+", "1,22,333", true},
+        {"root ::= item (\",\" item)*\nitem ::= [0-9]+", "1,,2", false},
+        {"root ::= \"\"", "", true},
+        {"root ::= \"a\" | ", "", true},
+        {"root ::= [a-c0-2_-]+", "a0_-c2", true},
+        {"root ::= [^a-z]", "q", false},
+        {"root ::= [^a-z]", "Q", true},
+        {"root ::= (\"a\" | \"a\" | \"aa\")*", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true}, /* ambiguous: no blow-up */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tokd_grammar *g = parse(cases[i].grammar);
+        if (!g) continue;
+        bool ok = tokd_grammar_match(g, cases[i].input, strlen(cases[i].input));
+        CHECK(ok == cases[i].ok, "case %zu: %s on '%s': got %d", i, cases[i].grammar, cases[i].input, ok);
+        /* byte by byte gives the same verdict, and a failing byte leaves the state unchanged */
+        tokd_grammar_state *s = tokd_grammar_state_new(g, NULL);
+        bool alive = true;
+        for (size_t k = 0; k < strlen(cases[i].input) && alive; k++) {
+            alive = tokd_grammar_accept_bytes(s, cases[i].input + k, 1) == 0;
+            if (!alive) CHECK(tokd_grammar_accept_bytes(s, "", 0) == 0, "state still usable");
+        }
+        CHECK((alive && tokd_grammar_done(s)) == cases[i].ok, "case %zu incrementally", i);
+        tokd_grammar_state_free(s);
+        tokd_grammar_free(g);
+    }
+    /* done / can_continue */
+    tokd_grammar *g = parse("root ::= \"ab\" \"c\"?");
+    tokd_grammar_state *s = tokd_grammar_state_new(g, NULL);
+    CHECK(!tokd_grammar_done(s) && tokd_grammar_can_continue(s), "start");
+    CHECK(tokd_grammar_accept_bytes(s, "ab", 2) == 0 && tokd_grammar_done(s) && tokd_grammar_can_continue(s), "ab");
+    CHECK(tokd_grammar_accept_bytes(s, "x", 1) == -1 && tokd_grammar_done(s), "x refused, state kept");
+    CHECK(tokd_grammar_accept_bytes(s, "c", 1) == 0 && tokd_grammar_done(s) && !tokd_grammar_can_continue(s), "abc");
+    tokd_grammar_state_reset(s);
+    CHECK(!tokd_grammar_done(s) && tokd_grammar_accept_bytes(s, "abc", 3) == 0, "reset");
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    /* a long repetition does not deepen the stacks (tail calls) and stays fast */
+    g = parse("root ::= (\"ab\" | [0-9])* \"!\"");
+    s = tokd_grammar_state_new(g, NULL);
+    for (int i = 0; i < 20000; i++) tokd_grammar_accept_bytes(s, i & 1 ? "ab" : "7", i & 1 ? 2 : 1);
+    CHECK(tokd_grammar_accept_bytes(s, "!", 1) == 0 && tokd_grammar_done(s), "long repetition");
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    /* exponential ambiguity is bounded: the state fails instead of blowing up */
+    g = parse("root ::= x*\nx ::= \"a\" | \"a\" x | \"a\" x x");
+    s = tokd_grammar_state_new(g, NULL);
+    for (int i = 0; i < 200 && !tokd_grammar_failed(s); i++) tokd_grammar_accept_bytes(s, "a", 1);
+    CHECK(tokd_grammar_accept_bytes(s, "b", 1) == -1, "bounded state");
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+}
+
+/* ---- JSON Schema translation --------------------------------------------------------------- */
+
+typedef struct {
+    const char *schema;
+    const char *valid[6];
+    const char *invalid[6];
+} scase;
+
+static void test_schema(void) {
+    static const scase cases[] = {
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}},\"required\":[\"a\"]}",
+         {"{\"a\":1}", "{\"a\": -20, \"b\": \"x\\\"y\\u00e9\"}", "{ \"a\":0,\"b\":\"\"}", "{\"a\":1,\n  \"b\":\"q\"}"},
+         {"{}", "{\"b\":\"x\"}", "{\"a\":1.5}", "{\"a\":01}", "{\"a\":1,\"c\":2}", "{\"b\":\"x\",\"a\":1}"}},
+        {"{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"boolean\"},\"y\":{\"type\":\"null\"}}}",
+         {"{}", "{\"x\":true}", "{\"y\":null}", "{\"x\":false,\"y\":null}"},
+         {"{\"x\":1}", "{,}", "{\"y\":null,}", " {}", "{}  "}},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":3}",
+         {"[1]", "[1.5,-2e10,0]", "[ 3 , 4 ]", "[0.25E-3]"},
+         {"[]", "[1,2,3,4]", "[1,]", "[.5]", "[1e]", "[-]"}},
+        {"{\"enum\":[\"red\",\"green\",42,null,{\"k\":[1]}]}",
+         {"\"red\"", "42", "null", "{\"k\":[1]}"},
+         {"\"blue\"", "43", "\"Red\""}},
+        {"{\"const\":\"a\\\"b\"}", {"\"a\\\"b\""}, {"\"ab\"", "\"a\"b\""}},
+        {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
+         {"\"ab\"", "\"abc\"", "\"\\n\\t\"", "\"\xc3\xa9\xc3\xa9\""},
+         {"\"a\"", "\"abcd\"", "\"a\nb\"", "\"\\x\""}},
+        {"{\"type\":\"integer\",\"minimum\":-12,\"maximum\":305}",
+         {"-12", "0", "9", "305", "299", "-1"},
+         {"-13", "306", "400", "-0", "1000", "01"}},
+        {"{\"type\":\"integer\",\"exclusiveMinimum\":99}", {"100", "12345"}, {"99", "5", "-100"}},
+        {"{\"type\":\"integer\",\"maximum\":-10}", {"-10", "-12345"}, {"-9", "0", "10"}},
+        {"{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/n\"}}],"
+         "\"$defs\":{\"n\":{\"type\":[\"integer\",\"null\"]}}}",
+         {"\"x\"", "[]", "[1,null,3]"},
+         {"\"xy\"", "[1.5]", "[\"a\"]"}},
+        {"{\"$ref\":\"#/definitions/node\",\"definitions\":{\"node\":{\"type\":\"object\",\"properties\":"
+         "{\"v\":{\"type\":\"integer\"},\"next\":{\"anyOf\":[{\"$ref\":\"#/definitions/node\"},{\"type\":\"null\"}]}},"
+         "\"required\":[\"v\",\"next\"]}}}",
+         {"{\"v\":1,\"next\":null}", "{\"v\":1,\"next\":{\"v\":2,\"next\":null}}"},
+         {"{\"v\":1}", "{\"v\":1,\"next\":{\"v\":2}}"}},
+        /* extra keys come after the listed ones (a repeated listed key is not excluded) */
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":true}",
+         {"{\"a\":1,\"zz\":[1,{\"q\":null}]}", "{}", "{\"b\":2}"},
+         {"{\"a\":1,\"b\":}", "{\"b\":1,\"a\":}"}},
+        {"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}",
+         {"{}", "{\"p\":1,\"q\":2}"},
+         {"{\"p\":\"s\"}"}},
+        {"{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}],\"items\":false}",
+         {"[]", "[1]", "[1,\"a\"]"},
+         {"[\"a\"]", "[1,\"a\",2]"}},
+        {"{}", {"1", "{\"a\":[true,false,null]}", "\"s\""}, {"", "tru"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *js = cJSON_Parse(cases[i].schema);
+        CHECK(js != NULL, "test schema %zu parses", i);
+        tokd_err e = {{0}};
+        tokd_grammar *g = tokd_grammar_from_json_schema(js, false, &e);
+        CHECK(g != NULL, "schema %zu: %s", i, e.msg);
+        for (int k = 0; g && k < 6 && cases[i].valid[k]; k++)
+            CHECK(tokd_grammar_match(g, cases[i].valid[k], strlen(cases[i].valid[k])), "schema %zu accepts %s", i,
+                  cases[i].valid[k]);
+        for (int k = 0; g && k < 6 && cases[i].invalid[k]; k++)
+            CHECK(!tokd_grammar_match(g, cases[i].invalid[k], strlen(cases[i].invalid[k])), "schema %zu rejects %s", i,
+                  cases[i].invalid[k]);
+        tokd_grammar_free(g);
+        cJSON_Delete(js);
+    }
+    /* json_object mode */
+    tokd_err e = {{0}};
+    tokd_grammar *g = tokd_grammar_from_json_schema(NULL, true, &e);
+    CHECK(g != NULL, "json_object grammar: %s", e.msg);
+    const char *ok[] = {"{}", "{\"a\":[1,{\"b\":\"\\u1234\"}],\"c\":-0.5e+3}", "{ \"k\" : true }"};
+    const char *bad[] = {"[]", "1", "{\"a\":}", "{'a':1}", "{\"a\":1}x"};
+    for (int k = 0; k < 3; k++) CHECK(tokd_grammar_match(g, ok[k], strlen(ok[k])), "json_object accepts %s", ok[k]);
+    for (int k = 0; k < 5; k++) CHECK(!tokd_grammar_match(g, bad[k], strlen(bad[k])), "json_object rejects %s", bad[k]);
+    tokd_grammar_free(g);
+    /* errors */
+    const char *errs[][2] = {
+        {"false", "matches nothing"},
+        {"{\"type\":\"thing\"}", "unknown type 'thing'"},
+        {"{\"$ref\":\"#/$defs/missing\"}", "cannot resolve $ref"},
+        {"{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "maxItems below minItems"},
+        {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "integer range is empty"},
+        {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer"},
+        {"{\"enum\":[]}", "enum must be a non-empty array"},
+    };
+    for (size_t i = 0; i < sizeof errs / sizeof *errs; i++) {
+        cJSON *js = cJSON_Parse(errs[i][0]);
+        g = tokd_grammar_from_json_schema(js, false, &e);
+        CHECK(g == NULL && strstr(e.msg, errs[i][1]), "schema %s: got '%s'", errs[i][0], g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+        cJSON_Delete(js);
+    }
+}
+
+/* ---- the mask against brute force ----------------------------------------------------------- */
+
+static tokd_tokenizer *load_tok(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", t_shared(), name);
+    tokd_err e;
+    gguf_file *f = gguf_open(path, &e);
+    if (!f) return NULL;
+    tokd_tokenizer *t = tokd_tokenizer_load(f, &e);
+    gguf_close(f);
+    return t;
+}
+
+static void test_mask(const char *vocab, const char *grammar, const char *const *prefixes, int n_prefixes) {
+    tokd_tokenizer *tok = load_tok(vocab);
+    CHECK(tok != NULL, "load %s", vocab);
+    if (!tok) return;
+    tokd_grammar *g = parse(grammar);
+    tokd_grammar_vocab *v = tokd_grammar_vocab_new(tok);
+    tokd_grammar_state *s = tokd_grammar_state_new(g, v), *b = tokd_grammar_state_new(g, v);
+    int32_t V = tokd_tokenizer_n_vocab(tok);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    for (int p = 0; p < n_prefixes; p++) {
+        tokd_grammar_state_reset(s);
+        CHECK(tokd_grammar_accept_bytes(s, prefixes[p], strlen(prefixes[p])) == 0, "prefix %s", prefixes[p]);
+        for (int32_t i = 0; i < V; i++) logits[i] = 0;
+        tokd_grammar_mask(s, logits, V);
+        int mismatches = 0, n_allowed = 0;
+        for (int32_t i = 0; i < V; i++) {
+            tokd_grammar_state_reset(b);
+            tokd_grammar_accept_bytes(b, prefixes[p], strlen(prefixes[p]));
+            bool want = tokd_grammar_accept(b, i) == 0;
+            bool got = logits[i] == 0;
+            n_allowed += got;
+            if (want != got && mismatches++ < 5) {
+                char piece[64];
+                size_t n = tokd_token_piece(tok, i, false, piece, sizeof piece - 1);
+                piece[n < sizeof piece ? n : sizeof piece - 1] = 0;
+                CHECK(0, "%s prefix '%s' token %d '%s': mask %d, accept %d", vocab, prefixes[p], i, piece, got, want);
+            }
+        }
+        CHECK(mismatches == 0, "%s prefix '%s': %d mismatches", vocab, prefixes[p], mismatches);
+        CHECK(n_allowed > 0, "%s prefix '%s': something allowed", vocab, prefixes[p]);
+    }
+    free(logits);
+    tokd_grammar_state_free(s);
+    tokd_grammar_state_free(b);
+    tokd_grammar_vocab_free(v);
+    tokd_grammar_free(g);
+    tokd_tokenizer_free(tok);
+}
+
+/* ---- a small validator for the features the acceptance schemas use ----------------------- */
+
+static size_t utf8_len(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static bool validate(const cJSON *v, const cJSON *sc, const cJSON *root) {
+    const cJSON *k;
+    if ((k = cJSON_GetObjectItem(sc, "$ref"))) {
+        const char *name = strrchr(k->valuestring, '/') + 1;
+        return validate(v, cJSON_GetObjectItem(cJSON_GetObjectItem(root, "$defs"), name), root);
+    }
+    if ((k = cJSON_GetObjectItem(sc, "enum"))) {
+        for (const cJSON *e = k->child; e; e = e->next)
+            if (cJSON_Compare(v, e, true)) return true;
+        return false;
+    }
+    if ((k = cJSON_GetObjectItem(sc, "anyOf"))) {
+        for (const cJSON *e = k->child; e; e = e->next)
+            if (validate(v, e, root)) return true;
+        return false;
+    }
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(sc, "type"));
+    if (!type) return true;
+    if (!strcmp(type, "null")) return cJSON_IsNull(v);
+    if (!strcmp(type, "boolean")) return cJSON_IsBool(v);
+    if (!strcmp(type, "number") || !strcmp(type, "integer")) {
+        if (!cJSON_IsNumber(v)) return false;
+        double d = v->valuedouble;
+        if (!strcmp(type, "integer") && d != floor(d)) return false;
+        if ((k = cJSON_GetObjectItem(sc, "minimum")) && d < k->valuedouble) return false;
+        if ((k = cJSON_GetObjectItem(sc, "maximum")) && d > k->valuedouble) return false;
+        return true;
+    }
+    if (!strcmp(type, "string")) {
+        if (!cJSON_IsString(v)) return false;
+        size_t n = utf8_len(v->valuestring);
+        if ((k = cJSON_GetObjectItem(sc, "minLength")) && n < (size_t)k->valuedouble) return false;
+        if ((k = cJSON_GetObjectItem(sc, "maxLength")) && n > (size_t)k->valuedouble) return false;
+        return true;
+    }
+    if (!strcmp(type, "array")) {
+        if (!cJSON_IsArray(v)) return false;
+        int n = cJSON_GetArraySize(v);
+        if ((k = cJSON_GetObjectItem(sc, "minItems")) && n < k->valuedouble) return false;
+        if ((k = cJSON_GetObjectItem(sc, "maxItems")) && n > k->valuedouble) return false;
+        const cJSON *items = cJSON_GetObjectItem(sc, "items");
+        for (const cJSON *e = v->child; e && items; e = e->next)
+            if (!validate(e, items, root)) return false;
+        return true;
+    }
+    if (!strcmp(type, "object")) {
+        if (!cJSON_IsObject(v)) return false;
+        const cJSON *props = cJSON_GetObjectItem(sc, "properties");
+        for (const cJSON *r = cJSON_GetObjectItem(sc, "required") ? cJSON_GetObjectItem(sc, "required")->child : NULL; r;
+             r = r->next)
+            if (!cJSON_GetObjectItemCaseSensitive(v, r->valuestring)) return false;
+        for (const cJSON *e = v->child; e; e = e->next) {
+            const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, e->string);
+            if (!ps) return false; /* additionalProperties: false (the default with properties) */
+            if (!validate(e, ps, root)) return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* ---- acceptance: random-weight models under schemas --------------------------------------- */
+
+static const char *SCHEMAS[] = {
+    /* 1: object with required fields, strings with escapes, integers with bounds, booleans */
+    "{\"type\":\"object\",\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"maxLength\":12},"
+    "\"age\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":150},"
+    "\"admin\":{\"type\":\"boolean\"},"
+    "\"note\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":6}},"
+    "\"required\":[\"name\",\"age\",\"admin\"]}",
+    /* 2: arrays, numbers, null */
+    "{\"type\":\"object\",\"properties\":{"
+    "\"values\":{\"type\":\"array\",\"items\":{\"type\":\"number\"},\"minItems\":1,\"maxItems\":4},"
+    "\"empty\":{\"type\":\"null\"},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":5},\"maxItems\":3}},"
+    "\"required\":[\"values\",\"empty\"]}",
+    /* 3: enums and anyOf at the top level */
+    "{\"anyOf\":[{\"enum\":[\"red\",\"green\",\"blue\",7,null,true]},"
+    "{\"type\":\"object\",\"properties\":{\"color\":{\"enum\":[\"cyan\",\"magenta\"]},"
+    "\"level\":{\"type\":\"integer\",\"minimum\":-3,\"maximum\":3}},\"required\":[\"color\",\"level\"]}]}",
+    /* 4: nesting with $ref */
+    "{\"type\":\"object\",\"$defs\":{\"point\":{\"type\":\"object\",\"properties\":"
+    "{\"x\":{\"type\":\"integer\",\"minimum\":-100,\"maximum\":100},\"y\":{\"type\":\"integer\",\"minimum\":-100,\"maximum\":100}},"
+    "\"required\":[\"x\",\"y\"]}},\"properties\":{"
+    "\"start\":{\"$ref\":\"#/$defs/point\"},"
+    "\"path\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/point\"},\"maxItems\":3},"
+    "\"meta\":{\"type\":\"object\",\"properties\":{\"label\":{\"type\":\"string\",\"maxLength\":8},"
+    "\"ok\":{\"type\":\"boolean\"}},\"required\":[\"ok\"]}},"
+    "\"required\":[\"start\",\"path\",\"meta\"]}",
+    /* 5: a top-level array of small records */
+    "{\"type\":\"array\",\"minItems\":2,\"maxItems\":3,\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":999},"
+    "\"kind\":{\"enum\":[\"a\",\"b\"]},"
+    "\"score\":{\"type\":\"number\"},"
+    "\"text\":{\"type\":[\"string\",\"null\"],\"maxLength\":4}},"
+    "\"required\":[\"id\",\"kind\"]}}",
+};
+
+static void collect(void *ud, const char *text, size_t len) { tokd_buf_append(ud, text, len); }
+
+static void test_acceptance(const char *model_name, int n_runs, int n_object_runs) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), model_name);
+    tokd_err e = {{0}};
+    tokd_model *m = tokd_model_load(path, &e);
+    CHECK(m != NULL, "load %s: %s", path, e.msg);
+    if (!m) return;
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 1024;
+    cp.n_threads = 1;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &e);
+    tokd_grammar_vocab *v = tokd_grammar_vocab_new(m->tok);
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    tokd_tokenize(m->tok, "Answer in JSON:", 15, true, false, &prompt, &n_prompt, &e);
+    int n_schemas = (int)(sizeof SCHEMAS / sizeof *SCHEMAS);
+    long total_tokens = 0;
+    for (int si = 0; si <= n_schemas; si++) {
+        bool any = si == n_schemas;
+        cJSON *schema = any ? NULL : cJSON_Parse(SCHEMAS[si]);
+        tokd_grammar *g = tokd_grammar_from_json_schema(schema, any, &e);
+        CHECK(g != NULL, "schema %d: %s", si, e.msg);
+        if (!g) continue;
+        tokd_grammar_state *s = tokd_grammar_state_new(g, v);
+        int fails = 0, runs = any ? n_object_runs : n_runs;
+        /* json_object mode bounds no string: a random model closes one with a chance of about
+         * 1 in 400 per token. A bias towards tokens with '"', '}' or ']' shortens the outputs
+         * (a real model closes its strings); validity still rests on the grammar alone. */
+        tokd_logit_bias *bias = malloc(sizeof *bias * (size_t)m->hp.n_vocab);
+        int32_t n_bias = 0;
+        for (int32_t t = 0; any && t < m->hp.n_vocab; t++) {
+            char piece[64];
+            size_t n = tokd_token_piece(m->tok, t, false, piece, sizeof piece);
+            if (n && n <= sizeof piece && (memchr(piece, '"', n) || memchr(piece, '}', n) || memchr(piece, ']', n)))
+                bias[n_bias++] = (tokd_logit_bias){t, 5.0f};
+        }
+        for (int run = 0; run < runs; run++) {
+            tokd_grammar_state_reset(s);
+            tokd_buf out = {0};
+            tokd_gen_params gp;
+            tokd_gen_params_default(&gp);
+            gp.sampling.temperature = 1.0f;
+            gp.sampling.top_k = 0;
+            gp.sampling.top_p = 1.0f;
+            gp.sampling.min_p = 0.0f;
+            gp.sampling.seed = 1000u + (uint64_t)run;
+            gp.sampling.logit_bias = bias;
+            gp.sampling.n_logit_bias = n_bias;
+            gp.n_predict = 900;
+            gp.grammar = s;
+            gp.on_text = collect;
+            gp.ud = &out;
+            tokd_gen_stats st;
+            int rc = tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &e);
+            total_tokens += st.n_gen;
+            const char *text = out.data ? out.data : "";
+            cJSON *doc = rc ? NULL : cJSON_ParseWithOpts(text, NULL, true);
+            bool ok = doc && st.finish == TOKD_FINISH_EOG && (any ? cJSON_IsObject(doc) : validate(doc, schema, schema));
+            if (!ok && fails++ < 3)
+                CHECK(0, "%s schema %d seed %d: rc %d finish %s, invalid output (%zu bytes): %.300s", model_name, si, run, rc,
+                      tokd_finish_name(st.finish), out.len, text);
+            cJSON_Delete(doc);
+            tokd_buf_free(&out);
+        }
+        CHECK(fails == 0, "%s schema %d: %d of %d outputs invalid", model_name, si, fails, runs);
+        free(bias);
+        tokd_grammar_state_free(s);
+        tokd_grammar_free(g);
+        cJSON_Delete(schema);
+    }
+    fprintf(stderr, "%s: %ld tokens generated under grammars\n", model_name, total_tokens);
+    free(prompt);
+    tokd_grammar_vocab_free(v);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+}
+
+int main(void) {
+    test_errors();
+    test_matcher();
+    test_schema();
+    const char *json_prefixes[] = {"", "{", "{\"name\": \"Al", "{\"name\":\"x\\", "{\"name\":\"\xc3", "{\"name\":\"a\",\"age\":1",
+                                   "{\"name\":\"a\",\"age\":12,\"admin\":true"};
+    cJSON *js = cJSON_Parse(SCHEMAS[0]);
+    char *gbnf = tokd_json_schema_to_gbnf(js, false, NULL);
+    cJSON_Delete(js);
+    test_mask("models/tiny-llama-f32.gguf", gbnf, json_prefixes, 7);
+    test_mask("vocab/ggml-vocab-llama-spm.gguf", gbnf, json_prefixes, 4);
+    const char *any_prefixes[] = {"", "{\"", "{\"k\": [1, {\"a\": \"\xe4\xb8", "{\"k\": 1.5e"};
+    char *any = tokd_json_schema_to_gbnf(NULL, true, NULL);
+    test_mask("vocab/ggml-vocab-gpt-2.gguf", any, any_prefixes, 4);
+    const char *uni_prefixes[] = {"", "\xce", "\xce\xb1"};
+    test_mask("vocab/ggml-vocab-llama-spm.gguf", "root ::= [\xce\xb1-\xcf\x89 ]+", uni_prefixes, 3);
+    free(gbnf);
+    free(any);
+    test_acceptance("tiny-llama-f32.gguf", 100, 100);
+    T_DONE();
+}
