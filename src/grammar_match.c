@@ -40,6 +40,9 @@ struct tokd_grammar_vocab {
     int32_t *end;          /* preorder index past the node's subtree */
     int32_t *tok_lo, *tok_own, *tok_hi; /* perm[tok_lo..tok_own): ending here; ..tok_hi: subtree */
     uint64_t *sub;         /* 4 words per node: bytes on edges in the subtree, its own edge included */
+    uint8_t *text;         /* per node: every token below is, from this node's edge byte on, whole
+                              UTF-8 characters of "text" (>= U+0020, not '"', '\\' or DEL) */
+    uint8_t *clean;        /* per piece byte: the piece from here on is such text (build only) */
     int32_t *perm;         /* token ids in preorder of where they end */
 };
 
@@ -73,6 +76,9 @@ static int32_t build_node(build_ctx *b, int32_t lo, int32_t hi, int32_t depth, u
     memset(sub, 0, 32);
     if (depth) sub[byte >> 6] |= 1ull << (byte & 63);
     int32_t i = lo;
+    bool text = depth > 0;
+    for (int32_t k = lo; k < hi && text && depth; k++) text = v->clean[v->piece_off[b->ids[k]] + depth - 1];
+    v->text[n] = text;
     while (i < hi && v->piece_off[b->ids[i] + 1] - v->piece_off[b->ids[i]] == depth) v->perm[b->n_perm++] = b->ids[i++];
     v->tok_own[n] = b->n_perm;
     while (i < hi) {
@@ -118,6 +124,27 @@ tokd_grammar_vocab *tokd_grammar_vocab_new(const tokd_tokenizer *tok) {
     qsort(refs, (size_t)n_ids, sizeof *refs, cmp_piece);
     for (int32_t i = 0; i < n_ids; i++) ids[i] = refs[i].id;
     free(refs);
+    /* clean[i]: bytes i.. of the piece are whole text characters */
+    v->clean = tokd_xmalloc(all.len + 1);
+    for (int32_t k = 0; k < n_ids; k++) {
+        const unsigned char *pc = (const unsigned char *)v->pieces + v->piece_off[ids[k]];
+        int64_t len = v->piece_off[ids[k] + 1] - v->piece_off[ids[k]];
+        uint8_t *cl = v->clean + v->piece_off[ids[k]];
+        for (int64_t i = len - 1; i >= 0; i--) {
+            unsigned c0 = pc[i];
+            int L = c0 < 0x80 ? 1 : c0 >= 0xC2 && c0 <= 0xDF ? 2 : c0 >= 0xE0 && c0 <= 0xEF ? 3 : c0 >= 0xF0 && c0 <= 0xF4 ? 4 : 0;
+            bool ok = L > 0 && i + L <= len && (i + L == len || cl[i + L]);
+            uint32_t cp = L == 1 ? c0 : L == 2 ? c0 & 0x1F : L == 3 ? c0 & 0x0F : c0 & 0x07;
+            for (int j = 1; ok && j < L; j++) {
+                ok = (pc[i + j] & 0xC0) == 0x80;
+                cp = (cp << 6) | (pc[i + j] & 0x3F);
+            }
+            if (ok && L == 1) ok = c0 >= 0x20 && c0 != '"' && c0 != '\\' && c0 != 0x7F;
+            if (ok && L == 3) ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
+            if (ok && L == 4) ok = cp >= 0x10000 && cp <= 0x10FFFF;
+            cl[i] = ok;
+        }
+    }
     size_t max_nodes = all.len + 1;
     v->byte = tokd_xmalloc(max_nodes);
     v->end = tokd_xmalloc(max_nodes * sizeof *v->end);
@@ -125,10 +152,13 @@ tokd_grammar_vocab *tokd_grammar_vocab_new(const tokd_tokenizer *tok) {
     v->tok_own = tokd_xmalloc(max_nodes * sizeof *v->tok_own);
     v->tok_hi = tokd_xmalloc(max_nodes * sizeof *v->tok_hi);
     v->sub = tokd_xmalloc(max_nodes * 32);
+    v->text = tokd_xmalloc(max_nodes);
     v->perm = tokd_xmalloc(((size_t)n_ids + 1) * sizeof *v->perm);
     build_ctx b = {v, ids, 0};
     build_node(&b, 0, n_ids, 0, 0);
     free(ids);
+    free(v->clean);
+    v->clean = NULL;
     return v;
 }
 
@@ -144,6 +174,7 @@ void tokd_grammar_vocab_free(tokd_grammar_vocab *v) {
     free(v->tok_own);
     free(v->tok_hi);
     free(v->sub);
+    free(v->text);
     free(v->perm);
     free(v);
 }
@@ -160,6 +191,7 @@ typedef struct {
     int32_t off, n;  /* tops in pool */
     uint32_t u8;
     bool acc, has_loop;
+    int8_t text_loop; /* -1 unknown; 1: every text character leads back to this set */
     uint32_t hash;
     uint64_t loop[4];
 } tg_set;
@@ -194,14 +226,12 @@ struct tokd_grammar_state {
     int32_t n_sets, cap_sets;
     int32_t *stab;
     uint32_t *stab_stamp, stab_mask;
-    uint64_t *mkey;
-    int32_t *mval;
-    uint32_t *mstamp, mmask, n_memo;
+    int32_t *tt; /* 256 memoised transitions per set: 0 unknown, 1 bounds exceeded, 2 dead, 3 + id */
     uint32_t call_gen;
     uint8_t *allowed;
     int32_t *frames; /* node, set, cursor */
     int32_t *gc_map;
-    int32_t cap_gc;
+    int32_t cap_gc, gc_at;
 };
 
 static inline uint64_t mix64(uint64_t x) {
@@ -399,8 +429,18 @@ static void set_committed_from_out(tokd_grammar_state *s) {
     s->acc = s->out_acc;
 }
 
+/* Forget the interned sets and memoised transitions (they name node ids). */
+static void tables_reset(tokd_grammar_state *s) {
+    if (++s->call_gen == 0) {
+        memset(s->stab_stamp, 0, ((size_t)s->stab_mask + 1) * sizeof *s->stab_stamp);
+        s->call_gen = 1;
+    }
+    s->n_sets = s->n_pool = 0;
+}
+
 /* Keep only the nodes the committed stacks use. */
 static void gc(tokd_grammar_state *s) {
+    tables_reset(s);
     if (s->n_nodes > s->cap_gc) {
         s->cap_gc = s->n_nodes;
         s->gc_map = tokd_xrealloc(s->gc_map, (size_t)s->cap_gc * sizeof *s->gc_map);
@@ -456,10 +496,7 @@ tokd_grammar_state *tokd_grammar_state_new(const tokd_grammar *g, const tokd_gra
     s->stab_mask = 1023;
     s->stab = tokd_xmalloc(1024 * sizeof *s->stab);
     s->stab_stamp = tokd_xcalloc(1024, sizeof *s->stab_stamp);
-    s->mmask = 4095;
-    s->mkey = tokd_xmalloc(4096 * sizeof *s->mkey);
-    s->mval = tokd_xmalloc(4096 * sizeof *s->mval);
-    s->mstamp = tokd_xcalloc(4096, sizeof *s->mstamp);
+    s->tt = tokd_xmalloc((size_t)s->cap_sets * 256 * sizeof *s->tt);
     if (v) {
         s->allowed = tokd_xmalloc((size_t)v->n_vocab + 1);
         s->frames = tokd_xmalloc(((size_t)v->max_depth + 2) * 3 * sizeof *s->frames);
@@ -472,6 +509,8 @@ void tokd_grammar_state_reset(tokd_grammar_state *s) {
     const tokd_grammar *g = s->g;
     s->n_nodes = 0;
     memset(s->ntab, 0xff, ((size_t)s->ntab_mask + 1) * sizeof *s->ntab);
+    tables_reset(s);
+    s->gc_at = 16384;
     s->failed = false;
     new_closure(s);
     int32_t n_work = 0;
@@ -495,9 +534,7 @@ void tokd_grammar_state_free(tokd_grammar_state *s) {
     free(s->sets);
     free(s->stab);
     free(s->stab_stamp);
-    free(s->mkey);
-    free(s->mval);
-    free(s->mstamp);
+    free(s->tt);
     free(s->allowed);
     free(s->frames);
     free(s->gc_map);
@@ -530,7 +567,13 @@ int tokd_grammar_accept_bytes(tokd_grammar_state *s, const char *bytes, size_t l
     }
     if (!rc) {
         set_committed_from_out(s);
-        gc(s);
+        /* Nodes (and with them the sets and transitions the masks memoised) are kept across
+         * tokens, so that a mask after a string token finds its work done; collected when the
+         * store has grown well past what the committed stacks need. */
+        if (s->n_nodes > s->gc_at) {
+            gc(s);
+            s->gc_at = 4 * s->n_nodes > 16384 ? 4 * s->n_nodes : 16384;
+        }
     }
     free(cur);
     return rc;
@@ -590,6 +633,7 @@ static int32_t intern(tokd_grammar_state *s, const int32_t *t, int32_t n, uint32
     if (s->n_sets == s->cap_sets) {
         s->cap_sets *= 2;
         s->sets = tokd_xrealloc(s->sets, (size_t)s->cap_sets * sizeof *s->sets);
+        s->tt = tokd_xrealloc(s->tt, (size_t)s->cap_sets * 256 * sizeof *s->tt);
     }
     if (s->n_pool + n > s->cap_pool) {
         while (s->n_pool + n > s->cap_pool) s->cap_pool *= 2;
@@ -597,7 +641,8 @@ static int32_t intern(tokd_grammar_state *s, const int32_t *t, int32_t n, uint32
     }
     memcpy(s->pool + s->n_pool, t, (size_t)n * sizeof *t);
     int32_t id = s->n_sets++;
-    s->sets[id] = (tg_set){.off = s->n_pool, .n = n, .u8 = u8, .acc = acc, .hash = hash};
+    s->sets[id] = (tg_set){.off = s->n_pool, .n = n, .u8 = u8, .acc = acc, .hash = hash, .text_loop = -1};
+    memset(s->tt + (size_t)id * 256, 0, 256 * sizeof *s->tt);
     s->n_pool += n;
     s->stab[h] = id;
     s->stab_stamp[h] = s->call_gen;
@@ -606,36 +651,12 @@ static int32_t intern(tokd_grammar_state *s, const int32_t *t, int32_t n, uint32
 
 /* Memoised transition: the set after byte b, or -1 (dead). -2: bounds exceeded. */
 static int32_t trans(tokd_grammar_state *s, int32_t sid, uint8_t b) {
-    uint64_t k = ((uint64_t)(uint32_t)sid << 8) | b;
-    uint32_t h = (uint32_t)mix64(k) & s->mmask;
-    for (; s->mstamp[h] == s->call_gen; h = (h + 1) & s->mmask)
-        if (s->mkey[h] == k) return s->mval[h];
+    int32_t m = s->tt[(size_t)sid * 256 + b];
+    if (m) return m - 3;
     tg_set x = s->sets[sid];
     int r = step(s, s->pool + x.off, x.n, x.u8, b);
     int32_t res = r < 0 ? -2 : r == 0 ? -1 : intern(s, s->out, s->n_out, s->out_u8, s->out_acc);
-    if ((s->n_memo + 1) * 2 > s->mmask) { /* grow: rehash the live entries */
-        uint32_t cap = (s->mmask + 1) * 2, omask = s->mmask;
-        uint64_t *ok = s->mkey;
-        int32_t *ov = s->mval;
-        uint32_t *os = s->mstamp;
-        s->mkey = tokd_xmalloc(cap * sizeof *s->mkey);
-        s->mval = tokd_xmalloc(cap * sizeof *s->mval);
-        s->mstamp = tokd_xcalloc(cap, sizeof *s->mstamp);
-        s->mmask = cap - 1;
-        for (uint32_t i = 0; i <= omask; i++) {
-            if (os[i] != s->call_gen) continue;
-            uint32_t j = (uint32_t)mix64(ok[i]) & s->mmask;
-            while (s->mstamp[j] == s->call_gen) j = (j + 1) & s->mmask;
-            s->mkey[j] = ok[i], s->mval[j] = ov[i], s->mstamp[j] = s->call_gen;
-        }
-        free(ok);
-        free(ov);
-        free(os);
-        h = (uint32_t)mix64(k) & s->mmask;
-        while (s->mstamp[h] == s->call_gen) h = (h + 1) & s->mmask;
-    }
-    s->mkey[h] = k, s->mval[h] = res, s->mstamp[h] = s->call_gen;
-    s->n_memo++;
+    s->tt[(size_t)sid * 256 + b] = res + 3;
     return res;
 }
 
@@ -651,6 +672,44 @@ static const uint64_t *loop_bytes(tokd_grammar_state *s, int32_t sid) {
     return s->sets[sid].loop;
 }
 
+/* Does every text character (see tokd_grammar_vocab.text) lead from the set back to itself?
+ * ASCII ones: checked byte by byte. The others: each stack's class must hold all of them or
+ * none, and some ASCII text byte that loops must be matched by exactly the same stacks (then
+ * every such character advances the same stacks to the same closure). */
+static bool text_loop(tokd_grammar_state *s, int32_t sid) {
+    if (s->sets[sid].text_loop >= 0) return s->sets[sid].text_loop;
+    bool ok = U8_NEED(s->sets[sid].u8) == 0;
+    const uint64_t *lp = ok ? loop_bytes(s, sid) : NULL;
+    for (int b = 0x20; ok && b < 0x7F; b++)
+        if (b != '"' && b != '\\' && !((lp[b >> 6] >> (b & 63)) & 1)) ok = false;
+    const tokd_grammar *g = s->g;
+    const int32_t *tops = s->pool + s->sets[sid].off;
+    int32_t n = s->sets[sid].n;
+    uint64_t full[2] = {0}; /* tops whose class holds every non-ASCII character (n <= 4096: use a slow path above 128) */
+    if (ok && n > 128) ok = false;
+    for (int32_t i = 0; ok && i < n; i++) {
+        const tg_elem *e = &g->elems[s->npos[tops[i]]];
+        const uint32_t *r = g->ranges + 2 * (size_t)e->a;
+        bool any = tg_char_intersects(g, e, 0x80, 0x10FFFF), all = false;
+        /* the class is normalised (sorted, merged, surrogates cut out) */
+        for (int32_t k = 0; k < e->b && !all; k++)
+            if (r[2 * k] <= 0x80 && r[2 * k + 1] >= 0xD7FF)
+                all = k + 1 < e->b && r[2 * k + 2] == 0xE000 && r[2 * k + 3] == 0x10FFFF;
+        if (any && !all) ok = false;
+        if (all) full[i >> 6] |= 1ull << (i & 63);
+    }
+    bool found = false;
+    for (int b = 0x20; ok && !found && b < 0x7F; b++) {
+        if (b == '"' || b == '\\') continue;
+        bool same = true;
+        for (int32_t i = 0; i < n && same; i++)
+            same = tg_char_match(g, &g->elems[s->npos[tops[i]]], (uint32_t)b) == (bool)((full[i >> 6] >> (i & 63)) & 1);
+        found = same;
+    }
+    s->sets[sid].text_loop = ok && found;
+    return ok && found;
+}
+
 static void allow_range(tokd_grammar_state *s, int32_t lo, int32_t hi) {
     const int32_t *perm = s->v->perm;
     for (int32_t i = lo; i < hi; i++) s->allowed[perm[i]] = 1;
@@ -662,13 +721,7 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
     int32_t V = v->n_vocab;
     memset(s->allowed, 0, (size_t)V);
     if (!s->failed && s->n_tops > 0) {
-        if (++s->call_gen == 0) {
-            memset(s->stab_stamp, 0, ((size_t)s->stab_mask + 1) * sizeof *s->stab_stamp);
-            memset(s->mstamp, 0, ((size_t)s->mmask + 1) * sizeof *s->mstamp);
-            s->call_gen = 1;
-        }
-        s->n_sets = s->n_pool = 0;
-        s->n_memo = 0;
+        if (s->n_sets > (1 << 14) || s->n_pool > (1 << 22)) tables_reset(s);
         int32_t *f = s->frames, sp = 1;
         f[0] = 0, f[1] = intern(s, s->tops, s->n_tops, s->u8, s->acc), f[2] = 1;
         while (sp) {
@@ -685,6 +738,10 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
                 break;
             }
             if (t < 0) continue;
+            if (v->text[c] && v->tok_hi[c] - v->tok_lo[c] > 1 && text_loop(s, sid)) {
+                allow_range(s, v->tok_lo[c], v->tok_hi[c]);
+                continue;
+            }
             if (t == sid && v->tok_hi[c] - v->tok_lo[c] > 1) {
                 const uint64_t *lp = loop_bytes(s, sid), *sb = v->sub + 4 * (size_t)c;
                 if (!(sb[0] & ~lp[0]) && !(sb[1] & ~lp[1]) && !(sb[2] & ~lp[2]) && !(sb[3] & ~lp[3])) {
