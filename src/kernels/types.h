@@ -18,8 +18,9 @@
  * Q8_K); and Q8_1, Q8_K themselves. Every SIMD vec_dot is bit-equal to vec_dot_ref, so
  * the selected path never changes a result. For Q8_0 and Q8_1, from_float quantises as
  * ggml's CPU backend does activations; tokd_q8_0_from_float_ref (quants.h) is the
- * byte-exact llama.cpp file quantiser for Q8_0 weights. Every other from_float
- * reproduces llama-quantize's output (without importance matrix) byte for byte. */
+ * byte-exact llama.cpp file quantiser for Q8_0 weights. Every other from_float is
+ * llama-quantize's algorithm without importance matrix (byte-exact on the golden
+ * models' Q4_0, Q4_K, Q6_K, F16, BF16 tensors, tested in test_quants). */
 #ifndef TOKD_KERNELS_TYPES_H
 #define TOKD_KERNELS_TYPES_H
 
