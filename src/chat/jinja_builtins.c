@@ -896,9 +896,9 @@ FILTER(reverse) {
         for (size_t i = l->l.n; i-- > 0;) jb_put(c, &b, l->l.a[i]->s.p, l->l.a[i]->s.n);
         return B(c, &b);
     }
-    if (x->kind == JV_LIST && x->sub == JL_GEN) jx_fail(c, at, "argument to reversed() must be a sequence");
     jv *l = jx_iter_list(c, at, x);
-    jv *r = jv_list(c, JL_GEN, l->l.n);
+    /* reversed() of a sequence is an iterator; a generator is listed and reversed instead */
+    jv *r = jv_list(c, x->kind == JV_LIST && x->sub == JL_GEN ? JL_LIST : JL_GEN, l->l.n);
     for (size_t i = l->l.n; i-- > 0;) jv_list_push(c, r, l->l.a[i]);
     jx_charge(c, l->l.n);
     return r;

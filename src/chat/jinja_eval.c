@@ -626,8 +626,8 @@ static int exec_stmt(jctx *c, jscope *s, const jnode *n) {
         return exec_body(c, s, &n->else_);
     case N_FOR: exec_for(c, s, n); break;
     case N_SET: assign(c, s, n->a, jx_eval(c, s, n->b)); break;
-    case N_SETBLOCK: {
-        jv *v = render_into_string(c, s, &n->body);
+    case N_SETBLOCK: { /* the body has its own scope, as in jinja2 */
+        jv *v = render_into_string(c, new_scope(c, s), &n->body);
         if (n->c) v = apply_bodyfilter(c, s, n->c, v);
         assign(c, s, n->a, v);
         break;
@@ -645,7 +645,7 @@ static int exec_stmt(jctx *c, jscope *s, const jnode *n) {
         break;
     }
     case N_FILTERBLOCK: {
-        jv *v = render_into_string(c, s, &n->body);
+        jv *v = render_into_string(c, new_scope(c, s), &n->body);
         py_str(c, c->out, apply_bodyfilter(c, s, n->c, v));
         break;
     }
