@@ -31,8 +31,9 @@
  * code points with that prefix survive, so a token ending mid-character is allowed only if
  * some completion can match. Invalid UTF-8 never matches. Bounds: a step expands each
  * (position, stack) pair once, and a state holds at most TOKD_GRAMMAR_MAX_STACKS stacks;
- * beyond that (a grammar so ambiguous it would blow up) the state is marked failed, the
- * mask then allows only end-of-generation tokens and accept returns -1.
+ * beyond that (a grammar so ambiguous it would blow up) the mask disallows the token that
+ * would get there, and accept_bytes marks the state failed: the mask then allows only
+ * end-of-generation tokens and accept returns -1.
  *
  * Token mask. tokd_grammar_vocab holds, once per tokenizer, a trie of every token's output
  * bytes (tokd_token_piece without special rendering) in preorder with per-subtree byte

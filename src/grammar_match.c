@@ -733,11 +733,7 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
             }
             fr[2] = v->end[c];
             int32_t t = trans(s, sid, v->byte[c]);
-            if (t == -2) {
-                s->failed = true;
-                break;
-            }
-            if (t < 0) continue;
+            if (t < 0) continue; /* dead, or past the bounds: such tokens are not allowed */
             if (v->text[c] && v->tok_hi[c] - v->tok_lo[c] > 1 && text_loop(s, sid)) {
                 allow_range(s, v->tok_lo[c], v->tok_hi[c]);
                 continue;
@@ -755,7 +751,6 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
                 nf[0] = c, nf[1] = t, nf[2] = c + 1;
             }
         }
-        if (s->failed) memset(s->allowed, 0, (size_t)V);
     }
     if (tokd_grammar_done(s) || s->failed)
         for (int32_t i = 0; i < v->n_eog; i++) s->allowed[v->eog[i]] = 1;
