@@ -58,11 +58,16 @@ test-asan:
 
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build-fuzz/%)
-FUZZFLAGS := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(WFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread
+FUZZCOMMON := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(WFLAGS) -fno-sanitize-recover=all -pthread -MMD -MP
 FUZZ_LIB_SRCS := $(filter-out src/server/%,$(LIB_SRCS))
-build-fuzz/%: fuzz/%.c $(LIB_SRCS) $(shell find src -name '*.h')
-	@mkdir -p build-fuzz
-	clang $(FUZZFLAGS) -o $@ $< $(FUZZ_LIB_SRCS) $(LIBS)
+FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=build-fuzz/obj/%.o)
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZCOMMON) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+build-fuzz/libtokd-fuzz.a: $(FUZZ_OBJS)
+	rm -f $@ && ar rcs $@ $^
+build-fuzz/%: fuzz/%.c build-fuzz/libtokd-fuzz.a
+	clang $(FUZZCOMMON) -fsanitize=fuzzer,address,undefined -o $@ $< build-fuzz/libtokd-fuzz.a $(LIBS)
 fuzz: $(FUZZ_BINS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_fuzz.sh $(FUZZ_BINS)
 
@@ -93,4 +98,4 @@ bench: $(BUILD)/tokd $(BUILD)/libtokd.a
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(wildcard build-fuzz/obj/src/*.d build-fuzz/obj/src/*/*.d)
