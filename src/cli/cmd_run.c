@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "generate.h"
+#include "grammar.h"
 
 #define MAX_STOP 16
 
@@ -13,6 +16,49 @@ static void write_text(void *ud, const char *text, size_t len) {
     (void)ud;
     fwrite(text, 1, len, stdout);
     fflush(stdout);
+}
+
+/* The whole file, NUL-terminated (malloc'd); NULL with a message on error. */
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tokd run: cannot open '%s'\n", path);
+        return NULL;
+    }
+    tokd_buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "tokd run: cannot read '%s'\n", path);
+        tokd_buf_free(&b);
+        return NULL;
+    }
+    if (!b.data) b.data = tokd_xcalloc(1, 1);
+    *len = b.len;
+    return b.data;
+}
+
+/* --grammar-file / --json-schema: the grammar, or NULL with a message. */
+static tokd_grammar *load_grammar(const char *grammar_file, const char *schema_file) {
+    size_t len = 0;
+    char *text = read_file(grammar_file ? grammar_file : schema_file, &len);
+    if (!text) return NULL;
+    tokd_err err;
+    tokd_grammar *g = NULL;
+    if (grammar_file) {
+        g = tokd_grammar_parse(text, len, &err);
+    } else {
+        cJSON *js = cJSON_ParseWithLength(text, len);
+        if (!js) snprintf(err.msg, sizeof err.msg, "json schema: '%s' is not valid JSON", schema_file);
+        else g = tokd_grammar_from_json_schema(js, false, &err);
+        cJSON_Delete(js);
+    }
+    free(text);
+    if (!g) fprintf(stderr, "tokd run: %s\n", err.msg);
+    return g;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -23,6 +69,7 @@ int cmd_run(int argc, char **argv) {
     tokd_gen_params_default(&gp);
     long n_threads = 0, ctx_size = 0;
     bool no_bos = false;
+    const char *grammar_file = NULL, *schema_file = NULL;
     for (int i = 1; i < argc; i++) {
         int r;
         long lv;
@@ -79,6 +126,12 @@ int cmd_run(int argc, char **argv) {
         } else if ((r = cli_opt(argc, argv, &i, "--time-limit", NULL, &v))) {
             if (r < 0 || cli_float("run", "--time-limit", v, 0, 1e9, &dv)) return 2;
             gp.time_limit_s = dv;
+        } else if ((r = cli_opt(argc, argv, &i, "--grammar-file", NULL, &v))) {
+            if (r < 0) return 2;
+            grammar_file = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--json-schema", NULL, &v))) {
+            if (r < 0) return 2;
+            schema_file = v;
         } else if (!strcmp(argv[i], "--no-bos")) {
             no_bos = true;
         } else {
@@ -94,16 +147,29 @@ int cmd_run(int argc, char **argv) {
     gp.n_stop = n_stop;
     gp.on_text = write_text;
 
+    if (grammar_file && schema_file) {
+        fprintf(stderr, "tokd run: --grammar-file and --json-schema exclude each other\n");
+        return 2;
+    }
+    tokd_grammar *grammar = NULL;
+    if ((grammar_file || schema_file) && !(grammar = load_grammar(grammar_file, schema_file))) return 1;
+
     tokd_err err;
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
+        tokd_grammar_free(grammar);
         return 1;
     }
+    tokd_grammar_vocab *gvocab = grammar ? tokd_grammar_vocab_new(m->tok) : NULL;
+    gp.grammar = grammar ? tokd_grammar_state_new(grammar, gvocab) : NULL;
     int32_t *toks = NULL;
     size_t n_toks = 0;
     if (tokd_tokenize(m->tok, prompt, strlen(prompt), !no_bos, false, &toks, &n_toks, &err)) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
+        tokd_grammar_state_free(gp.grammar);
+        tokd_grammar_vocab_free(gvocab);
+        tokd_grammar_free(grammar);
         tokd_model_free(m);
         return 1;
     }
@@ -127,6 +193,9 @@ int cmd_run(int argc, char **argv) {
     }
     free(toks);
     tokd_ctx_free(c);
+    tokd_grammar_state_free(gp.grammar);
+    tokd_grammar_vocab_free(gvocab);
+    tokd_grammar_free(grammar);
     tokd_model_free(m);
     return rc;
 }
