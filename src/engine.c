@@ -32,6 +32,7 @@ typedef struct req {
     bool admitted_once, ignore_eos;
     atomic_bool cancel;
     tokd_sampler *smp;
+    tokd_grammar_state *gs; /* NULL: unconstrained */
     int32_t n_logprobs;
     tokd_stop *stop;
     tokd_detok *dt;
@@ -65,6 +66,8 @@ struct tokd_engine {
     tokd_ctx *ctx;
     tokd_engine_params p;
     int32_t n_ctx, bs, n_vocab, budget;
+    pthread_mutex_t gv_lock;
+    tokd_grammar_vocab *gv; /* token trie for grammar masks, built by the first grammar request */
     uint64_t seed_key;
     /* guarded by lock */
     pthread_mutex_t lock;
@@ -154,6 +157,7 @@ tokd_engine *tokd_engine_new(const tokd_model *m, const tokd_engine_params *para
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
     pthread_mutex_init(&e->mlock, NULL);
+    pthread_mutex_init(&e->gv_lock, NULL);
     e->next_id = 1;
     e->running = tokd_xcalloc((size_t)p.max_seqs, sizeof(req *));
     e->slot_used = tokd_xcalloc((size_t)p.max_seqs, sizeof(bool));
@@ -186,6 +190,7 @@ const tokd_model *tokd_engine_model(const tokd_engine *e) { return e->m; }
 
 static void req_free(req *r) {
     free(r->toks);
+    tokd_grammar_state_free(r->gs);
     tokd_sampler_free(r->smp);
     tokd_stop_free(r->stop);
     tokd_detok_free(r->dt);
@@ -232,9 +237,16 @@ int tokd_engine_submit(tokd_engine *e, const tokd_request_params *p, uint64_t *i
     r->n_tok = r->n_prompt = p->n_prompt;
     tokd_sampler_accept_prompt(smp, p->prompt, p->n_prompt);
     r->max_tokens = p->max_tokens;
-    r->ignore_eos = p->ignore_eos;
+    r->ignore_eos = p->ignore_eos && !p->grammar;
+    if (p->grammar) {
+        pthread_mutex_lock(&e->gv_lock);
+        if (!e->gv) e->gv = tokd_grammar_vocab_new(e->m->tok);
+        pthread_mutex_unlock(&e->gv_lock);
+        r->gs = tokd_grammar_state_new(p->grammar, e->gv);
+        tokd_sampler_set_mask(smp, tokd_grammar_mask_hook, r->gs);
+    }
     if (p->n_stop > 0) r->stop = tokd_stop_new(p->stop, NULL, p->n_stop);
-    r->dt = tokd_detok_new(e->m->tok);
+    r->dt = tokd_detok_new_ex(e->m->tok, p->render_special ? TOKD_DETOK_RENDER_SPECIAL : 0);
     r->slot = -1;
     r->row = -1;
     r->on_event = p->on_event;
@@ -255,6 +267,7 @@ int tokd_engine_submit(tokd_engine *e, const tokd_request_params *p, uint64_t *i
         return TOKD_ENGINE_EBUSY;
     }
     r->id = e->next_id++;
+    *id = r->id; /* before unlocking: the scheduler may finish and free r at once */
     if (e->inbox_tail) e->inbox_tail->next = r;
     else e->inbox = r;
     e->inbox_tail = r;
@@ -262,7 +275,6 @@ int tokd_engine_submit(tokd_engine *e, const tokd_request_params *p, uint64_t *i
     e->n_active++;
     pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->lock);
-    *id = r->id;
     return 0;
 }
 
@@ -343,6 +355,10 @@ static void finish(tokd_engine *e, req *r, tokd_req_status status, tokd_finish f
         }
     }
     if (status != TOKD_REQ_OK) tokd_buf_clear(&r->out);
+    /* the grammar belongs to the caller, who may free it once DONE arrives */
+    tokd_sampler_set_mask(r->smp, NULL, NULL);
+    tokd_grammar_state_free(r->gs);
+    r->gs = NULL;
     release_slot(e, r);
     remove_waiting(e, r);
     tokd_usage u = {0};
@@ -510,7 +526,18 @@ static void sample_one(tokd_engine *e, req *r, const float *logits) {
     r->n_gen++;
     if (!r->ignore_eos && tokd_token_is_eog(e->m->tok, tok)) {
         emit_token(e, r, tok, &res);
-        finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
+        if (r->gs && !tokd_grammar_done(r->gs))
+            finish(e, r, TOKD_REQ_ERROR, TOKD_FINISH_NONE,
+                   tokd_grammar_failed(r->gs) ? "grammar: the output became too ambiguous to match (state bound exceeded)"
+                                              : "grammar: no token can continue the output (every allowed token is banned)");
+        else finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
+        return;
+    }
+    if (r->gs && tokd_grammar_accept(r->gs, tok)) { /* only when the mask left nothing to choose */
+        emit_token(e, r, tok, &res);
+        finish(e, r, TOKD_REQ_ERROR, TOKD_FINISH_NONE,
+               "grammar: no token can continue the output (the vocabulary cannot complete the grammar here, or "
+               "logit_bias banned every allowed token)");
         return;
     }
     if (r->n_tok == r->cap) r->toks = tokd_xrealloc(r->toks, (size_t)(r->cap *= 2) * sizeof(int32_t));
@@ -523,6 +550,7 @@ static void sample_one(tokd_engine *e, req *r, const float *logits) {
     else if (r->piece.len) tokd_buf_append(&r->out, r->piece.data, r->piece.len);
     emit_token(e, r, tok, &res);
     if (stopped) finish(e, r, TOKD_REQ_OK, TOKD_FINISH_STOP, NULL);
+    else if (r->gs && !tokd_grammar_can_continue(r->gs)) finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
     else if (r->max_tokens >= 0 && r->n_gen >= r->max_tokens) finish(e, r, TOKD_REQ_OK, TOKD_FINISH_LENGTH, NULL);
     else if (r->n_tok - 1 >= e->n_ctx) finish(e, r, TOKD_REQ_OK, TOKD_FINISH_CONTEXT, NULL);
 }
@@ -672,6 +700,8 @@ void tokd_engine_free(tokd_engine *e) {
     pthread_mutex_destroy(&e->lock);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->mlock);
+    pthread_mutex_destroy(&e->gv_lock);
+    tokd_grammar_vocab_free(e->gv);
     free(e->running);
     free(e->waiting);
     free(e->slot_used);

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "generate.h" /* tokd_finish */
+#include "grammar.h"
 #include "model.h"
 #include "sampler.h"
 
@@ -96,6 +97,17 @@ typedef struct {
     const char *const *stop;  /* copied */
     int32_t n_stop;
     bool ignore_eos;
+    /* Grammar-constrained output (NULL: none). The request gets its own matcher state; every
+     * token the grammar cannot continue with is masked before sampling, end-of-generation is
+     * allowed only when the output is a complete sentence, and the request finishes (EOG)
+     * as soon as nothing more can follow. If no token at all can continue (a grammar the
+     * vocabulary cannot complete, or logit_bias banned every allowed token), the request
+     * ends with TOKD_REQ_ERROR and a message saying so. The grammar must stay alive until
+     * the DONE event (the engine drops its state before calling on_event with DONE);
+     * ignore_eos does not apply under a grammar. */
+    const tokd_grammar *grammar;
+    /* Detokenize control tokens as their text (tool-call markers that are special tokens). */
+    bool render_special;
     void (*on_event)(void *ud, const tokd_event *ev);
     void *ud;
 } tokd_request_params;

@@ -24,7 +24,7 @@ static const char *basename_noext(const char *path, char *buf, size_t cap) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model_path = NULL, *v, *alias = NULL;
+    const char *model_path = NULL, *v, *alias = NULL, *template_path = NULL;
     tokd_server_params sp;
     tokd_server_params_default(&sp);
     tokd_engine_params ep;
@@ -78,6 +78,15 @@ int cmd_serve(int argc, char **argv) {
         } else if ((r = cli_opt(argc, argv, &i, "--max-body", NULL, &v))) {
             if (r < 0 || cli_int("serve", "--max-body", v, 1024, 1L << 30, &lv)) return 2;
             sp.max_body = (size_t)lv;
+        } else if ((r = cli_opt(argc, argv, &i, "--chat-template-file", NULL, &v))) {
+            if (r < 0) return 2;
+            template_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--tool-format", NULL, &v))) {
+            if (r < 0) return 2;
+            sp.tool_format = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--reasoning-format", NULL, &v))) {
+            if (r < 0) return 2;
+            sp.reasoning_format = v;
         } else if (!strcmp(argv[i], "--no-prefix-cache")) {
             ep.no_prefix_cache = true;
         } else {
@@ -90,9 +99,26 @@ int cmd_serve(int argc, char **argv) {
         return 2;
     }
     tokd_err err;
+    char *template_src = NULL;
+    if (template_path) {
+        FILE *f = fopen(template_path, "rb");
+        tokd_buf b = {0};
+        char chunk[65536];
+        size_t n;
+        if (!f) {
+            fprintf(stderr, "tokd serve: cannot open --chat-template-file '%s'\n", template_path);
+            return 1;
+        }
+        while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < (64u << 20)) tokd_buf_append(&b, chunk, n);
+        fclose(f);
+        tokd_buf_append(&b, "", 0);
+        template_src = b.data;
+        sp.chat_template = template_src;
+    }
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
         fprintf(stderr, "tokd serve: %s\n", err.msg);
+        free(template_src);
         return 1;
     }
     char name[256];
@@ -101,6 +127,7 @@ int cmd_serve(int argc, char **argv) {
     if (!e) {
         fprintf(stderr, "tokd serve: %s\n", err.msg);
         tokd_model_free(m);
+        free(template_src);
         return 1;
     }
     struct sigaction sa;
@@ -114,6 +141,7 @@ int cmd_serve(int argc, char **argv) {
     if (rc) fprintf(stderr, "tokd serve: %s\n", err.msg);
     tokd_engine_free(e);
     tokd_model_free(m);
+    free(template_src);
     if (!rc) fprintf(stderr, "tokd serve: stopped\n");
     return rc ? 1 : 0;
 }

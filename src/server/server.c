@@ -24,7 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/chatml.h"
+#include "chat/chat_render.h"
+#include "chat/reasoning.h"
+#include "chat/toolcall.h"
+#include "chat/toolchoice.h"
+#include "grammar.h"
 #include "unicode_utf8.h"
 
 void tokd_server_params_default(tokd_server_params *p) {
@@ -52,6 +56,10 @@ typedef struct {
     atomic_ullong codes[N_CODES];
     atomic_ullong n_disconnects;
     atomic_ullong next_job;
+    /* chat: the model's template (or ChatML) and the output formats it implies */
+    tokd_chat_template *tpl;
+    tokd_toolcall_format tool_fmt;
+    tokd_reasoning_format reason_fmt;
 } server;
 
 /* ---- per-connection state -------------------------------------------------------------- */
@@ -114,6 +122,11 @@ struct job {
     size_t *text_off;
     char error[512];
     bool any_error;
+    /* chat output parsing, per choice (NULL when off) and the request's grammar */
+    tokd_grammar *grammar;
+    tokd_reasoning_parser **rp;
+    tokd_toolcall_parser **tp;
+    tokd_buf *reasoning;
 };
 
 static void job_release(job *j) {
@@ -129,8 +142,15 @@ static void job_release(job *j) {
     }
     for (int i = 0; i < j->n_choices; i++) {
         tokd_buf_free(&j->texts[i]);
+        tokd_buf_free(&j->reasoning[i]);
         cJSON_Delete(j->lps[i]);
+        tokd_reasoning_parser_free(j->rp[i]);
+        tokd_toolcall_parser_free(j->tp[i]);
     }
+    free(j->rp);
+    free(j->tp);
+    free(j->reasoning);
+    tokd_grammar_free(j->grammar);
     atomic_fetch_sub(&j->s->n_jobs, 1);
     tokd_buf_free(&j->out);
     free(j->ids);
@@ -165,6 +185,9 @@ static job *job_new(server *s, int n_choices, bool chat) {
     j->usage = tokd_xcalloc((size_t)n_choices, sizeof *j->usage);
     j->lps = tokd_xcalloc((size_t)n_choices, sizeof *j->lps);
     j->text_off = tokd_xcalloc((size_t)n_choices, sizeof *j->text_off);
+    j->rp = tokd_xcalloc((size_t)n_choices, sizeof *j->rp);
+    j->tp = tokd_xcalloc((size_t)n_choices, sizeof *j->tp);
+    j->reasoning = tokd_xcalloc((size_t)n_choices, sizeof *j->reasoning);
     j->created = (long)time(NULL);
     unsigned long long n = atomic_fetch_add(&s->next_job, 1);
     snprintf(j->id, sizeof j->id, "%s-%llx%08llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)j->created, n);
@@ -383,8 +406,12 @@ typedef struct {
     tokd_logit_bias bias[1024];
     int64_t max_tokens;
     int64_t n;
-    const char *stop[16];
+    const char *stop[24];
     int n_stop;
+    /* chat templates, tools, constrained output */
+    char *prompt_text;     /* the rendered chat prompt */
+    bool parse_tools;      /* parse tool calls out of the output */
+    tokd_grammar *grammar; /* owned until handed to the job */
     bool stream, include_usage, ignore_eos;
     int n_lp; /* -1 none */
     int32_t **prompts;
@@ -393,6 +420,10 @@ typedef struct {
 } gen_opts;
 
 static void opts_free(gen_opts *o) {
+    free(o->prompt_text);
+    tokd_grammar_free(o->grammar);
+    o->prompt_text = NULL;
+    o->grammar = NULL;
     for (int i = 0; i < o->n_prompts; i++) free(o->prompts[i]);
     free(o->prompts);
     free(o->n_prompt);
@@ -458,62 +489,256 @@ static int parse_prompt(server *s, gen_opts *o, const cJSON *root, perr *pe) {
     return 0;
 }
 
+/* Message content as text: a string, an array of text parts (joined), or absent/null.
+ * Returns a malloc'd string, or NULL for null/absent (*bad set when the type is wrong). */
+static char *content_text(const cJSON *content, int i, perr *pe, bool *bad) {
+    *bad = false;
+    if (!present(content)) return NULL;
+    if (cJSON_IsString(content)) return tokd_xstrdup(content->valuestring);
+    if (!cJSON_IsArray(content)) {
+        *bad = true;
+        fail(pe, 400, "messages", "messages[%d].content must be a string or an array of parts", i);
+        return NULL;
+    }
+    tokd_buf b = {0};
+    tokd_buf_append(&b, "", 0);
+    for (const cJSON *part = content->child; part; part = part->next) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"), *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+            tokd_buf_free(&b);
+            *bad = true;
+            fail(pe, 400, "messages", "messages[%d].content: only text parts are supported", i);
+            return NULL;
+        }
+        tokd_buf_append(&b, text->valuestring, strlen(text->valuestring));
+    }
+    return b.data;
+}
+
+/* An assistant message's tool_calls, normalised for templates: {"id", "type": "function",
+ * "function": {"name", "arguments"}}, where arguments given as a JSON string holding an
+ * object become that object (templates print them with tojson or iterate over them, as
+ * transformers users pass them), and any other string is kept as it is. */
+static cJSON *norm_tool_calls(const cJSON *tcs, int i, perr *pe) {
+    if (!cJSON_IsArray(tcs)) {
+        fail(pe, 400, "messages", "messages[%d].tool_calls must be an array", i);
+        return NULL;
+    }
+    cJSON *out = cJSON_CreateArray();
+    int k = 0;
+    for (const cJSON *tc = tcs->child; tc; tc = tc->next, k++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name"), *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(tc, "id");
+        if (!cJSON_IsObject(tc) || !cJSON_IsObject(fn) || !cJSON_IsString(name) || (present(id) && !cJSON_IsString(id)) ||
+            (present(args) && !cJSON_IsString(args) && !cJSON_IsObject(args))) {
+            cJSON_Delete(out);
+            fail(pe, 400, "messages",
+                 "messages[%d].tool_calls[%d] must be {\"id\", \"type\": \"function\", \"function\": {\"name\": string, "
+                 "\"arguments\": string}}", i, k);
+            return NULL;
+        }
+        cJSON *o = cJSON_CreateObject(), *f = cJSON_CreateObject();
+        if (cJSON_IsString(id)) cJSON_AddStringToObject(o, "id", id->valuestring);
+        cJSON_AddStringToObject(o, "type", "function");
+        cJSON_AddStringToObject(f, "name", name->valuestring);
+        cJSON *a = NULL;
+        if (cJSON_IsString(args)) {
+            a = cJSON_Parse(args->valuestring);
+            if (!cJSON_IsObject(a)) {
+                cJSON_Delete(a);
+                a = cJSON_CreateString(args->valuestring);
+            }
+        } else if (cJSON_IsObject(args)) {
+            a = cJSON_Duplicate(args, 1);
+        } else {
+            a = cJSON_CreateObject();
+        }
+        cJSON_AddItemToObject(f, "arguments", a);
+        cJSON_AddItemToObject(o, "function", f);
+        cJSON_AddItemToArray(out, o);
+    }
+    return out;
+}
+
+/* The request's tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}]. */
+static int check_tools(const cJSON *tools, perr *pe) {
+    if (!cJSON_IsArray(tools)) return fail(pe, 400, "tools", "'tools' must be an array");
+    int k = 0;
+    for (const cJSON *t = tools->child; t; t = t->next, k++) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type"), *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name"), *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (!cJSON_IsObject(t) || !cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsObject(fn))
+            return fail(pe, 400, "tools", "tools[%d] must be {\"type\": \"function\", \"function\": {...}}", k);
+        if (!cJSON_IsString(name) || !*name->valuestring) return fail(pe, 400, "tools", "tools[%d].function.name must be a non-empty string", k);
+        if (present(params) && !cJSON_IsObject(params) && !cJSON_IsBool(params))
+            return fail(pe, 400, "tools", "tools[%d].function.parameters must be a JSON Schema object", k);
+    }
+    return 0;
+}
+
+/* Chat messages -> the model's chat template (chat_render.h) -> prompt tokens. */
 static int parse_messages(server *s, gen_opts *o, const cJSON *root, perr *pe) {
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!cJSON_IsArray(ms) || !ms->child) return fail(pe, 400, "messages", "'messages' must be a non-empty array");
-    int n = cJSON_GetArraySize(ms);
-    tokd_server_msg *msgs = tokd_xcalloc((size_t)n, sizeof *msgs);
-    char **owned = tokd_xcalloc((size_t)n, sizeof *owned);
+    cJSON *norm = cJSON_CreateArray();
     int i = 0, rc = 0;
-    for (const cJSON *m = ms->child; m; m = m->next, i++) {
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role"), *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    for (const cJSON *m = ms->child; m && !rc; m = m->next, i++) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
             rc = fail(pe, 400, "messages", "messages[%d] must be an object with a string 'role'", i);
             break;
         }
         const char *r = role->valuestring;
-        if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
+        bool assistant = !strcmp(r, "assistant");
+        if (strcmp(r, "system") && strcmp(r, "developer") && strcmp(r, "user") && !assistant && strcmp(r, "tool")) {
             rc = fail(pe, 400, "messages", "messages[%d].role must be system, developer, user, assistant or tool", i);
             break;
         }
-        msgs[i].role = r;
-        if (!present(content)) {
-            msgs[i].content = "";
-        } else if (cJSON_IsString(content)) {
-            msgs[i].content = content->valuestring;
-        } else if (cJSON_IsArray(content)) {
-            tokd_buf b = {0};
-            tokd_buf_append(&b, "", 0);
-            for (const cJSON *part = content->child; part; part = part->next) {
-                const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"), *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-                if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
-                    rc = fail(pe, 400, "messages", "messages[%d].content: only text parts are supported", i);
-                    break;
-                }
-                tokd_buf_append(&b, text->valuestring, strlen(text->valuestring));
-            }
-            owned[i] = b.data;
-            msgs[i].content = b.data;
-            if (rc) break;
-        } else {
-            rc = fail(pe, 400, "messages", "messages[%d].content must be a string or an array of parts", i);
+        bool bad;
+        char *text = content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, pe, &bad);
+        if (bad) {
+            rc = -1;
             break;
         }
-        if (!tokd_utf8_valid(msgs[i].content, strlen(msgs[i].content))) {
+        if (text && !tokd_utf8_valid(text, strlen(text))) {
+            free(text);
             rc = fail(pe, 400, "messages", "messages[%d].content is not valid UTF-8", i);
             break;
         }
+        cJSON *nm = cJSON_CreateObject();
+        cJSON_AddItemToArray(norm, nm);
+        cJSON_AddStringToObject(nm, "role", r);
+        /* assistant turns that only call tools have null content, as in the OpenAI API */
+        if (text) cJSON_AddStringToObject(nm, "content", text);
+        else if (assistant) cJSON_AddNullToObject(nm, "content");
+        else cJSON_AddStringToObject(nm, "content", "");
+        free(text);
+        static const char *const copy_str[] = {"name", "tool_call_id", "reasoning_content"};
+        for (size_t k = 0; k < sizeof copy_str / sizeof *copy_str; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, copy_str[k]);
+            if (!present(v)) continue;
+            if (!cJSON_IsString(v)) {
+                rc = fail(pe, 400, "messages", "messages[%d].%s must be a string", i, copy_str[k]);
+                break;
+            }
+            cJSON_AddStringToObject(nm, copy_str[k], v->valuestring);
+        }
+        const cJSON *tcs = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        if (!rc && present(tcs)) {
+            if (!assistant) {
+                rc = fail(pe, 400, "messages", "messages[%d]: only assistant messages have tool_calls", i);
+                break;
+            }
+            cJSON *t = norm_tool_calls(tcs, i, pe);
+            if (!t) rc = -1;
+            else cJSON_AddItemToObject(nm, "tool_calls", t);
+        }
     }
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    if (!rc && present(tools) && check_tools(tools, pe)) rc = -1;
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
+    if (!rc && present(kw) && !cJSON_IsObject(kw))
+        rc = fail(pe, 400, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    bool gen_prompt = true;
+    if (!rc && get_bool(root, "add_generation_prompt", &gen_prompt, pe) < 0) rc = -1;
     if (!rc) {
-        tokd_buf text = {0};
-        tokd_server_chatml(msgs, n, true, &text);
-        rc = tokenize_into(s, o, text.data ? text.data : "", true, true, pe);
-        tokd_buf_free(&text);
+        char *text = NULL;
+        size_t len = 0;
+        tokd_err err;
+        if (tokd_chat_render(s->tpl, norm, present(tools) && cJSON_GetArraySize(tools) > 0 ? tools : NULL, gen_prompt,
+                             present(kw) ? kw : NULL, &text, &len, &err)) {
+            rc = fail(pe, 400, "messages", "%s", err.msg);
+        } else {
+            int32_t *toks = NULL;
+            size_t n = 0;
+            if (tokd_chat_tokenize(s->m, text, len, &toks, &n, &err)) {
+                rc = fail(pe, 400, "messages", "cannot tokenize the rendered chat: %s", err.msg);
+            } else if (n == 0) {
+                free(toks);
+                rc = fail(pe, 400, "messages", "the rendered chat prompt is empty");
+            } else {
+                add_prompt(o, toks, (int32_t)n);
+            }
+            o->prompt_text = text;
+        }
     }
-    for (int k = 0; k < n; k++) free(owned[k]);
-    free(owned);
-    free(msgs);
+    cJSON_Delete(norm);
     return rc;
+}
+
+/* tool_choice: "none" renders the tools but parses no calls; "auto" (the default with tools)
+ * parses calls the model makes; "required" or {"type": "function", "function": {"name"}}
+ * force one call with a grammar in the model's tool-call format (toolchoice.h). */
+static int parse_tool_choice(server *s, gen_opts *o, const cJSON *root, perr *pe) {
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+    bool have = cJSON_IsArray(tools) && tools->child;
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
+    const char *force = NULL; /* "" = any tool */
+    if (!present(tc) || (cJSON_IsString(tc) && !strcmp(tc->valuestring, "auto"))) {
+        o->parse_tools = have;
+    } else if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "none")) {
+        o->parse_tools = false;
+    } else if (cJSON_IsString(tc) && !strcmp(tc->valuestring, "required")) {
+        force = "";
+    } else if (cJSON_IsObject(tc)) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function"), *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (!cJSON_IsString(name))
+            return fail(pe, 400, "tool_choice", "'tool_choice' object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        force = name->valuestring;
+    } else {
+        return fail(pe, 400, "tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function object");
+    }
+    if (!force) return 0;
+    if (!have) return fail(pe, 400, "tool_choice", "'tool_choice' requires a non-empty 'tools' array");
+    o->parse_tools = true;
+    tokd_err err;
+    char *g = tokd_toolchoice_gbnf(s->tool_fmt, tools, *force ? force : NULL, &err);
+    if (!g) return fail(pe, 400, "tool_choice", "%s", err.msg);
+    o->grammar = tokd_grammar_parse(g, strlen(g), &err);
+    free(g);
+    if (!o->grammar) return fail(pe, 400, "tools", "cannot build the tool-call grammar: %s", err.msg);
+    return 0;
+}
+
+/* response_format (json_object, json_schema) and grammar (GBNF-style text): at most one
+ * constraint per request, and none beside a forced tool call. */
+static int parse_constraints(gen_opts *o, const cJSON *root, perr *pe) {
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+    const cJSON *gr = cJSON_GetObjectItemCaseSensitive(root, "grammar");
+    tokd_err err;
+    if (present(gr)) {
+        if (!cJSON_IsString(gr)) return fail(pe, 400, "grammar", "'grammar' must be a string (GBNF-style grammar text)");
+        if (o->grammar) return fail(pe, 400, "grammar", "'grammar' cannot be combined with a forced tool call");
+        o->grammar = tokd_grammar_parse(gr->valuestring, strlen(gr->valuestring), &err);
+        if (!o->grammar) return fail(pe, 400, "grammar", "%s", err.msg);
+    }
+    if (!present(rf)) return 0;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
+    if (!cJSON_IsObject(rf) || !cJSON_IsString(type))
+        return fail(pe, 400, "response_format", "'response_format' must be an object with a string 'type'");
+    const char *t = type->valuestring;
+    if (!strcmp(t, "text")) return 0;
+    bool any;
+    const cJSON *schema = NULL;
+    if (!strcmp(t, "json_object")) {
+        any = true;
+    } else if (!strcmp(t, "json_schema")) {
+        const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+        if (!cJSON_IsObject(js)) return fail(pe, 400, "response_format", "'response_format.json_schema' must be an object");
+        schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
+        if (present(schema) && !cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+            return fail(pe, 400, "response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
+        any = !present(schema);
+        if (any) schema = NULL;
+    } else {
+        return fail(pe, 400, "response_format", "'response_format.type' must be text, json_object or json_schema");
+    }
+    if (o->grammar)
+        return fail(pe, 400, "response_format", "'response_format' cannot be combined with 'grammar' or a forced tool call");
+    o->grammar = tokd_grammar_from_json_schema(schema, any, &err);
+    if (!o->grammar) return fail(pe, 400, "response_format", "invalid JSON schema: %s", err.msg);
+    return 0;
 }
 
 static int parse_opts(server *s, const cJSON *root, bool chat, gen_opts *o, perr *pe) {
@@ -615,6 +840,10 @@ static int parse_opts(server *s, const cJSON *root, bool chat, gen_opts *o, perr
     }
     o->sp.n_logprobs = o->n_lp > 0 ? o->n_lp : (o->n_lp == 0 ? 1 : 0); /* 1 so that the chosen token's logprob is computed */
     if (chat ? parse_messages(s, o, root, pe) : parse_prompt(s, o, root, pe)) return -1;
+    if (chat && parse_tool_choice(s, o, root, pe)) return -1;
+    if (parse_constraints(o, root, pe)) return -1;
+    if (chat) /* ChatML on a model without a template: its end-of-turn markers are text */
+        for (const char *const *st = tokd_chat_template_stops(s->tpl); *st && o->n_stop < 24; st++) o->stop[o->n_stop++] = *st;
     if ((int64_t)o->n_prompts * o->n > s->p.max_choices)
         return fail(pe, 400, "n", "prompts x n is %lld, at most %d choices per request", (long long)o->n_prompts * o->n,
                     s->p.max_choices);
@@ -751,6 +980,94 @@ static void stream_chunk(job *j, int choice, const char *text, size_t len, bool 
     sse(j, o);
 }
 
+/* What one piece of chat output turned into after the reasoning and tool-call parsers. */
+typedef struct {
+    tokd_buf content, reasoning;
+    cJSON *calls; /* streaming tool_calls deltas, or NULL */
+} chat_out;
+
+static void chat_out_free(chat_out *co) {
+    tokd_buf_free(&co->content);
+    tokd_buf_free(&co->reasoning);
+    cJSON_Delete(co->calls);
+}
+
+static void add_call_deltas(chat_out *co, const tokd_toolcall_events *ev) {
+    for (size_t k = 0; k < ev->n_calls; k++) {
+        if (!co->calls) co->calls = cJSON_CreateArray();
+        cJSON_AddItemToArray(co->calls, tokd_toolcall_delta_json(&ev->calls[k], ev->first_index + k));
+    }
+}
+
+/* Feed generated text of one choice through its parsers (reasoning first, then tool calls);
+ * end: the output is over, release what they hold. */
+static void chat_feed(job *j, int c, const char *text, size_t len, bool end, chat_out *co) {
+    tokd_buf mid = {0};
+    if (j->rp[c]) {
+        tokd_reasoning_events ev = {0};
+        if (len) {
+            tokd_reasoning_push(j->rp[c], text, len, &ev);
+            tokd_buf_append(&co->reasoning, ev.reasoning.data, ev.reasoning.len);
+            tokd_buf_append(&mid, ev.content.data, ev.content.len);
+        }
+        if (end) {
+            tokd_reasoning_finish(j->rp[c], &ev);
+            tokd_buf_append(&co->reasoning, ev.reasoning.data, ev.reasoning.len);
+            tokd_buf_append(&mid, ev.content.data, ev.content.len);
+        }
+        tokd_reasoning_events_free(&ev);
+    } else {
+        tokd_buf_append(&mid, text, len);
+    }
+    if (j->tp[c]) {
+        tokd_toolcall_events ev = {0};
+        if (mid.len) {
+            tokd_toolcall_push(j->tp[c], mid.data, mid.len, &ev);
+            tokd_buf_append(&co->content, ev.content.data, ev.content.len);
+            add_call_deltas(co, &ev);
+        }
+        if (end) {
+            tokd_toolcall_finish(j->tp[c], &ev);
+            tokd_buf_append(&co->content, ev.content.data, ev.content.len);
+            add_call_deltas(co, &ev);
+        }
+        tokd_toolcall_events_free(&ev);
+    } else {
+        tokd_buf_append(&co->content, mid.data, mid.len);
+    }
+    tokd_buf_free(&mid);
+}
+
+static size_t n_calls_of(job *j, int c) {
+    size_t n = 0;
+    if (j->tp[c]) tokd_toolcall_calls(j->tp[c], &n);
+    return n;
+}
+
+/* One streaming chat chunk: whichever of reasoning_content, content and tool_calls it has. */
+static void chat_chunk(job *j, int c, chat_out *co, const char *finish) {
+    cJSON *o = chunk_base(j), *chs = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", c);
+    cJSON *d = cJSON_AddObjectToObject(ch, "delta");
+    if (co && co->reasoning.len) add_str_n(d, "reasoning_content", co->reasoning.data, co->reasoning.len);
+    if (co && co->content.len) add_str_n(d, "content", co->content.data, co->content.len);
+    if (co && co->calls) {
+        cJSON_AddItemToObject(d, "tool_calls", co->calls);
+        co->calls = NULL;
+    }
+    if (j->lps[c]) {
+        cJSON *l = cJSON_AddObjectToObject(ch, "logprobs");
+        cJSON_AddItemToObject(l, "content", j->lps[c]);
+        j->lps[c] = NULL;
+    } else {
+        cJSON_AddNullToObject(ch, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
+    else cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(chs, ch);
+    sse(j, o);
+}
+
 /* Handle popped events (connection thread). */
 static void process(job *j, ev_rec *list) {
     for (ev_rec *r = list, *n; r; r = n) {
@@ -761,25 +1078,36 @@ static void process(job *j, ev_rec *list) {
             j->role_sent[c] = true;
             stream_chunk(j, c, "", 0, true, NULL, false);
         }
+        bool ok_done = r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_OK;
+        chat_out co = {0};
+        if (j->chat) chat_feed(j, c, r->text ? r->text : "", r->len, ok_done, &co);
         if (r->kind == TOKD_EV_DONE) {
             j->usage[c] = r->usage;
             if (r->status == TOKD_REQ_ERROR) {
                 j->any_error = true;
                 snprintf(j->error, sizeof j->error, "%s", r->error ? r->error : "internal error");
             }
-            j->finish[c] = r->status == TOKD_REQ_OK ? finish_openai(r->finish) : (r->status == TOKD_REQ_CANCELLED ? "cancelled" : "error");
+            j->finish[c] = r->status == TOKD_REQ_OK ? (n_calls_of(j, c) ? "tool_calls" : finish_openai(r->finish))
+                           : (r->status == TOKD_REQ_CANCELLED ? "cancelled" : "error");
         }
-        if (j->stream) {
+        if (j->stream && j->chat) {
+            if (co.content.len || co.reasoning.len || co.calls || (r->kind == TOKD_EV_TOKEN && j->lps[c])) chat_chunk(j, c, &co, NULL);
+            if (ok_done) chat_chunk(j, c, NULL, j->finish[c]);
+        } else if (j->stream) {
             if (r->len || (r->kind == TOKD_EV_TOKEN && j->lps[c]))
                 stream_chunk(j, c, r->text ? r->text : "", r->len, false, NULL, true);
-            if (r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_OK) stream_chunk(j, c, "", 0, false, j->finish[c], true);
-            if (r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_ERROR) {
-                cJSON *e = error_obj(j->error, "server_error", NULL, NULL);
-                sse(j, e);
-            }
+            if (ok_done) stream_chunk(j, c, "", 0, false, j->finish[c], true);
+        } else if (j->chat) {
+            tokd_buf_append(&j->texts[c], co.content.data, co.content.len);
+            tokd_buf_append(&j->reasoning[c], co.reasoning.data, co.reasoning.len);
         } else if (r->len) {
             tokd_buf_append(&j->texts[c], r->text, r->len);
         }
+        if (j->stream && r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_ERROR) {
+            cJSON *e = error_obj(j->error, "server_error", NULL, NULL);
+            sse(j, e);
+        }
+        chat_out_free(&co);
         j->text_off[c] += r->len;
         free(r->text);
         free(r->error);
@@ -872,7 +1200,12 @@ static cJSON *final_response(job *j) {
         if (j->chat) {
             cJSON *m = cJSON_AddObjectToObject(c, "message");
             cJSON_AddStringToObject(m, "role", "assistant");
-            add_str_n(m, "content", t, j->texts[i].len);
+            size_t n_calls = 0;
+            const tokd_toolcall_call *calls = j->tp[i] ? tokd_toolcall_calls(j->tp[i], &n_calls) : NULL;
+            if (n_calls && !j->texts[i].len) cJSON_AddNullToObject(m, "content"); /* as OpenAI answers a bare call */
+            else add_str_n(m, "content", t, j->texts[i].len);
+            if (j->reasoning[i].len) add_str_n(m, "reasoning_content", j->reasoning[i].data, j->reasoning[i].len);
+            if (n_calls) cJSON_AddItemToObject(m, "tool_calls", tokd_toolcall_calls_json(calls, n_calls));
             cJSON_AddNullToObject(m, "refusal");
             if (j->n_lp >= 0) {
                 cJSON *l = cJSON_AddObjectToObject(c, "logprobs");
@@ -917,6 +1250,16 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
     j->n_prompts = o.n_prompts;
     j->stream = o.stream;
     j->include_usage = o.include_usage;
+    j->grammar = o.grammar; /* the job frees it once every engine request is done */
+    o.grammar = NULL;
+    if (chat) {
+        bool opens = s->reason_fmt != TOKD_REASONING_NONE && o.prompt_text &&
+                     tokd_reasoning_prompt_opens(s->reason_fmt, o.prompt_text, strlen(o.prompt_text));
+        for (int i = 0; i < n_choices; i++) {
+            if (s->reason_fmt != TOKD_REASONING_NONE) j->rp[i] = tokd_reasoning_parser_new(s->reason_fmt, opens);
+            if (o.parse_tools) j->tp[i] = tokd_toolcall_parser_new(s->tool_fmt, o.sp.seed * 31u + (uint64_t)i);
+        }
+    }
     j->n_lp = o.n_lp;
     j->conn = c;
     for (int i = 0; i < n_choices; i++) {
@@ -930,6 +1273,8 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
         rp.stop = o.stop;
         rp.n_stop = o.n_stop;
         rp.ignore_eos = o.ignore_eos;
+        rp.grammar = j->grammar;
+        rp.render_special = o.parse_tools; /* tool-call markers may be special tokens */
         rp.on_event = on_event;
         j->uds[i] = (choice_ud){j, i};
         rp.ud = &j->uds[i];
@@ -1188,18 +1533,78 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
     *con_cls = NULL;
 }
 
+/* The chat template (the model's, a given source, or ChatML) and the tool-call and reasoning
+ * formats: given by name, else detected from the template text; a template that shows no
+ * tool-call format gets Hermes (<tool_call>...</tool_call>), one that shows no reasoning
+ * format gets <think>...</think> (recognised only at the start of the output). */
+static int setup_chat(server *s, tokd_err *err) {
+    const char *src = s->p.chat_template;
+    char *owned = NULL;
+    if (src) {
+        s->tpl = tokd_chat_template_from_source(s->m, src, strlen(src), err);
+    } else {
+        s->tpl = tokd_chat_template_new(s->m, err);
+        gguf_str gs;
+        tokd_err ignore;
+        if (s->tpl && !tokd_chat_template_is_fallback(s->tpl) &&
+            gguf_get_str(s->m->gguf, "tokenizer.chat_template", &gs, &ignore) == 0) {
+            owned = tokd_xmalloc((size_t)gs.len + 1);
+            memcpy(owned, gs.ptr, (size_t)gs.len);
+            owned[gs.len] = 0;
+            src = owned;
+        }
+    }
+    if (!s->tpl) {
+        free(owned);
+        return -1;
+    }
+    int f;
+    if (s->p.tool_format) {
+        if ((f = tokd_toolcall_format_from_name(s->p.tool_format)) < 0) {
+            free(owned);
+            tokd_chat_template_free(s->tpl);
+            return tokd_seterr(err, "unknown tool-call format '%s'", s->p.tool_format);
+        }
+        s->tool_fmt = (tokd_toolcall_format)f;
+    } else {
+        s->tool_fmt = tokd_toolcall_detect(src);
+        if (s->tool_fmt == TOKD_TOOLCALL_NONE) s->tool_fmt = TOKD_TOOLCALL_HERMES;
+    }
+    if (s->p.reasoning_format) {
+        if ((f = tokd_reasoning_format_from_name(s->p.reasoning_format)) < 0) {
+            free(owned);
+            tokd_chat_template_free(s->tpl);
+            return tokd_seterr(err, "unknown reasoning format '%s'", s->p.reasoning_format);
+        }
+        s->reason_fmt = (tokd_reasoning_format)f;
+    } else {
+        s->reason_fmt = tokd_reasoning_detect(src);
+        if (s->reason_fmt == TOKD_REASONING_NONE) s->reason_fmt = TOKD_REASONING_THINK;
+    }
+    fprintf(stderr, "tokd serve: chat template: %s; tool calls: %s; reasoning: %s\n",
+            s->p.chat_template ? "given" : tokd_chat_template_is_fallback(s->tpl) ? "ChatML (none in the file)" : "the model's",
+            tokd_toolcall_format_name(s->tool_fmt), tokd_reasoning_format_name(s->reason_fmt));
+    free(owned);
+    return 0;
+}
+
 int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_atomic_t *stop, tokd_err *err) {
     server *s = tokd_xcalloc(1, sizeof *s);
     s->e = e;
     s->m = tokd_engine_model(e);
     s->p = *p;
     atomic_init(&s->next_job, 1);
+    if (setup_chat(s, err)) {
+        free(s);
+        return -1;
+    }
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)p->port);
     const char *host = (!p->host || !strcmp(p->host, "localhost")) ? "127.0.0.1" : p->host;
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+        tokd_chat_template_free(s->tpl);
         free(s);
         return tokd_seterr(err, "--host '%s' is not an IPv4 address", p->host);
     }
@@ -1209,6 +1614,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
     if (!s->d) {
+        tokd_chat_template_free(s->tpl);
         free(s);
         return tokd_seterr(err, "cannot listen on %s:%d (port in use?)", host, p->port);
     }
@@ -1230,6 +1636,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(s->d); /* ends connections; their jobs cancel their requests */
+    tokd_chat_template_free(s->tpl);
     free(s);
     return 0;
 }

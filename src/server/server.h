@@ -35,6 +35,9 @@ typedef struct {
     double shutdown_grace_s; /* in-flight requests get this long on SIGTERM (default 30) */
     int max_connections;     /* default 512 */
     int max_choices;         /* prompts x n per request (default 16) */
+    const char *chat_template;    /* Jinja source replacing the model's template (NULL: the model's, or ChatML) */
+    const char *tool_format;      /* tool-call format name (toolcall.h; NULL: detected from the template, else hermes) */
+    const char *reasoning_format; /* reasoning format name (reasoning.h; NULL: detected, else think; "none": off) */
 } tokd_server_params;
 void tokd_server_params_default(tokd_server_params *p);
 
