@@ -2,6 +2,7 @@
  * text as running each request alone (tokd_generate, an independent path), prefix-cache
  * hits and preemption change nothing, cancellation returns every block, and requests
  * that can never fit are refused. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,7 +315,100 @@ static void test_model(const char *file, bool full) {
     tokd_model_free(m);
 }
 
+/* Grammar-constrained requests batched together: each has its own matcher state, every output
+ * matches its grammar and ends (EOG) when nothing more can follow; a grammar whose allowed
+ * tokens are all banned ends the request with an error, not a crash. */
+static void test_grammar(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err = {{0}};
+    tokd_model *m = tokd_model_load(path, &err);
+    CHECK(m != NULL, "load %s: %s", path, err.msg);
+    if (!m) return;
+    tokd_engine_params ep;
+    tokd_engine_params_default(&ep);
+    ep.max_seqs = 4;
+    ep.n_ctx = 512;
+    ep.n_threads = 1;
+    tokd_engine *e = tokd_engine_new(m, &ep, &err);
+    CHECK(e != NULL, "engine: %s", err.msg);
+    static const char *const grammars[] = {
+        "root ::= \"<think>x</think>y\"",
+        "root ::= \"{\\\"n\\\": \" [1-9] [0-9]{0,2} \"}\"",
+        "root ::= ( \"yes\" | \"no\" ) \".\"",
+        "root ::= [a-z ]{3,12} \"!\"",
+    };
+    enum { NG = 4, PER = 3 };
+    tokd_grammar *g[NG];
+    for (int k = 0; k < NG; k++) {
+        g[k] = tokd_grammar_parse(grammars[k], strlen(grammars[k]), &err);
+        CHECK(g[k] != NULL, "grammar %d: %s", k, err.msg);
+        if (!g[k]) return;
+    }
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    tokd_tokenize(m->tok, "Once upon a time", 16, true, false, &prompt, &n_prompt, &err);
+    collector cs[NG * PER];
+    for (int i = 0; i < NG * PER; i++) {
+        coll_init(&cs[i]);
+        tokd_request_params rp;
+        tokd_request_params_default(&rp);
+        rp.prompt = prompt;
+        rp.n_prompt = (int32_t)n_prompt;
+        rp.sampling.temperature = 1.0f;
+        rp.sampling.top_k = 0;
+        rp.sampling.top_p = 1.0f;
+        rp.sampling.min_p = 0.0f;
+        rp.sampling.seed = 77u + (uint64_t)i;
+        rp.max_tokens = 200;
+        rp.grammar = g[i % NG];
+        rp.on_event = on_event;
+        rp.ud = &cs[i];
+        uint64_t id;
+        CHECK(tokd_engine_submit(e, &rp, &id, &err) == 0, "submit: %s", err.msg);
+    }
+    for (int i = 0; i < NG * PER; i++) {
+        coll_wait(&cs[i]);
+        const char *t = cs[i].text.data ? cs[i].text.data : "";
+        CHECK(cs[i].status == TOKD_REQ_OK && cs[i].finish == TOKD_FINISH_EOG, "grammar %d seed %d: status %d finish %s", i % NG,
+              i, cs[i].status, tokd_finish_name(cs[i].finish));
+        CHECK(tokd_grammar_match(g[i % NG], t, cs[i].text.len), "grammar %d: output '%s' does not match", i % NG, t);
+        coll_free(&cs[i]);
+    }
+    /* every token that could start the output banned: an error, and the engine serves on */
+    tokd_logit_bias *bias = malloc(sizeof *bias * (size_t)m->hp.n_vocab);
+    int32_t n_bias = 0;
+    for (int32_t t = 0; t < m->hp.n_vocab; t++) {
+        char piece[64];
+        size_t n = tokd_token_piece(m->tok, t, false, piece, sizeof piece);
+        if (n && n <= sizeof piece && (piece[0] == 'y' || piece[0] == 'n')) bias[n_bias++] = (tokd_logit_bias){t, -INFINITY};
+    }
+    collector c;
+    coll_init(&c);
+    tokd_request_params rp;
+    tokd_request_params_default(&rp);
+    rp.prompt = prompt;
+    rp.n_prompt = (int32_t)n_prompt;
+    rp.sampling.logit_bias = bias;
+    rp.sampling.n_logit_bias = n_bias;
+    rp.grammar = g[2];
+    rp.max_tokens = 20;
+    rp.on_event = on_event;
+    rp.ud = &c;
+    uint64_t id;
+    CHECK(tokd_engine_submit(e, &rp, &id, &err) == 0, "submit: %s", err.msg);
+    coll_wait(&c);
+    CHECK(c.status == TOKD_REQ_ERROR, "all allowed tokens banned: status %d", c.status);
+    coll_free(&c);
+    free(bias);
+    tokd_engine_free(e);
+    for (int k = 0; k < NG; k++) tokd_grammar_free(g[k]);
+    free(prompt);
+    tokd_model_free(m);
+}
+
 int main(void) {
+    test_grammar("stories260K.gguf");
     test_model("stories260K.gguf", true);
     test_model("tiny-llama-f32.gguf", true);
     T_DONE();
