@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup EXIT
 
 start_server() { # args: extra serve options
-    "$TOKD" serve -m "$MODEL_DIR/stories260K.gguf" --port 0 -t 1 "$@" >"$SERVER_LOG" 2>&1 &
+    "$TOKD" serve -m "${SERVER_MODEL:-$MODEL_DIR/stories260K.gguf}" --port 0 -t 1 "$@" >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
     PORT=""
     for _ in $(seq 1 200); do
