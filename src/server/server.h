@@ -14,6 +14,37 @@
  * after the same timeout. Errors are OpenAI error objects:
  *   {"error": {"message", "type", "param", "code"}}.
  *
+ * Chat. Messages (system/developer, user, assistant with content and/or tool_calls, tool with
+ * tool_call_id; content as a string or text parts) and `tools` are rendered with the model's
+ * own chat template (chat_render.h: Hugging Face semantics, bos/eos strings, optional
+ * `chat_template_kwargs` as extra variables, `add_generation_prompt` default true), or with
+ * ChatML when the file has none (then "<|im_end|>" and "<|im_start|>" are also stop strings).
+ * Tool-call arguments sent back as a JSON string holding an object are passed to the template
+ * as that object (templates print them with tojson). A template error is a 400 with its
+ * message. The rendered text is tokenized with special tokens parsed, as transformers does:
+ * special-token text inside a message (e.g. "<|im_end|>" typed by a user) becomes that special
+ * token. This matches the reference tokenization the model was tuned on, and is the
+ * reference's own behaviour; a deployment that takes untrusted chat content should filter
+ * it upstream. (Kept deliberately: tokenizing message bodies apart would change the tokens at
+ * every boundary and break byte-exactness with the reference.)
+ *
+ * Output formats are fixed per server: tool calls in the format the template shows
+ * (toolcall.h; Hermes when it shows none; --tool-format overrides), reasoning in the format
+ * it shows (reasoning.h; <think> when it shows none; --reasoning-format, "none" turns it off).
+ * The chat output goes through the reasoning parser (-> `reasoning_content`, also as
+ * `delta.reasoning_content`) and then, when tool calls are enabled, through the tool-call
+ * parser (-> `tool_calls` with finish_reason "tool_calls"; streamed as one delta per call).
+ * Detokenization renders special tokens while tool calls are parsed (markers may be special).
+ * tool_choice: "auto" (default with tools) parses calls; "none" still renders the tools but
+ * parses nothing; "required" and {"type":"function","function":{"name"}} force one call with a
+ * grammar in the model's format (toolchoice.h) whose arguments follow the tool's parameters.
+ *
+ * Constrained output (both endpoints): `response_format` {"type":"json_object"} or
+ * {"type":"json_schema","json_schema":{"schema":{...}}}, or `grammar` (GBNF-style text,
+ * grammar.h); at most one, and none with a forced tool call. Each sequence gets its own
+ * matcher state in the engine; a bad grammar or schema is a 400 naming the problem; a
+ * grammar the vocabulary cannot complete ends the request with an error, never a crash.
+ *
  * Threads: one per connection (libmicrohttpd's thread-per-connection mode); a request
  * thread waits for the engine's events, and checks every 50 ms whether its client has
  * hung up, cancelling the engine requests when it has. */
