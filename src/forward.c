@@ -176,6 +176,18 @@ static void rope_apply(float *x, int32_t n_heads, int32_t head_dim, const float 
     }
 }
 
+/* Element-wise vector helpers. Each output element depends on its own inputs only (no
+ * reduction), so the ISA-specific clones give identical bits; clones just go faster. */
+#define TOKD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+TOKD_CLONES static void vec_scale(float *y, float s, int32_t n) {
+    for (int32_t i = 0; i < n; i++) y[i] *= s;
+}
+
+TOKD_CLONES static void vec_axpy(float *y, float a, const float *x, int32_t n) {
+    for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
 typedef struct {
     tokd_ctx *c;
     const tokd_batch_entry *e;
@@ -193,6 +205,8 @@ static void attention_task(void *arg, int ith, int nth) {
     const float scale = 1.0f / sqrtf((float)hd);
     float scores[4096];
     float acc[4096];
+    /* q.k with the F32 row's dot product: SIMD, reduction order fixed by head_dim */
+    const tokd_vec_dot_fn dot_f32 = tokd_type_get(GGML_TYPE_F32)->vec_dot;
     for (int64_t task = ith; task < (int64_t)j->n * hp->n_head; task += nth) {
         int32_t ei = (int32_t)(task / hp->n_head), h = (int32_t)(task % hp->n_head);
         const tokd_batch_entry *e = &j->e[ei];
@@ -208,21 +222,19 @@ static void attention_task(void *arg, int ith, int nth) {
             const float *vb = tokd_kv_v_at(&c->kv, block, j->layer) + (size_t)kvh * hd;
             float mb = -INFINITY;
             for (int32_t t = 0; t < cnt; t++) {
-                const float *k = kb + (size_t)t * kv_dim;
-                float dot = 0.0f;
-                for (int32_t d = 0; d < hd; d++) dot += q[d] * k[d];
+                float dot;
+                dot_f32(hd, &dot, kb + (size_t)t * kv_dim, q);
                 scores[t] = dot * scale;
                 if (scores[t] > mb) mb = scores[t];
             }
             float m_new = mb > m ? mb : m;
             float corr = expf(m - m_new); /* exp(-inf) = 0 on the first block */
             l *= corr;
-            for (int32_t d = 0; d < hd; d++) acc[d] *= corr;
+            vec_scale(acc, corr, hd);
             for (int32_t t = 0; t < cnt; t++) {
                 float p = expf(scores[t] - m_new);
                 l += p;
-                const float *v = vb + (size_t)t * kv_dim;
-                for (int32_t d = 0; d < hd; d++) acc[d] += p * v[d];
+                vec_axpy(acc, p, vb + (size_t)t * kv_dim, hd);
             }
             m = m_new;
         }
