@@ -208,6 +208,13 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
 TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
+/* four activation rows at once (see tokd_vec_dot4_fn), dot_avx512.c */
+#define TOKD_DOT4_DECL(T, ISA) \
+    void tokd_##T##_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
+#define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA)
+TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
+#undef TOKD_DOT4_ALL
+#undef TOKD_DOT4_DECL
 #undef TOKD_DOT_FLOAT
 #undef TOKD_DOT_QUANT
 #undef TOKD_DOT_DECL

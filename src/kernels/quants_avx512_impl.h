@@ -340,6 +340,155 @@ TGT void FN(q6_K)(int64_t n, float *out, const void *w, const void *act) {
     *out = sum;
 }
 
+
+/* ---- four activation rows at once (prefill): the weight side is unpacked once; each
+ * output is computed exactly as by the single-row function above (bit-equal). ---- */
+#define FN4(T) CAT(CAT(tokd_, T), CAT(_dot4_, SFX))
+
+TGT void FN4(q4_0)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
+    const tokd_block_q4_0 *x = w;
+    const uint8_t *a0 = act;
+    const int64_t nb = n / TOKD_QK;
+    static const uint16_t ixd[32] = HB_IDX8(sizeof(tokd_block_q4_0), 0), iyd[32] = HB_IDX8(sizeof(tokd_block_q8_0), 0);
+    const __m512i eight = _mm512_set1_epi8(8), zero = _mm512_setzero_si512();
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        const tokd_block_q4_0 *xb = x + b;
+        __m512i q[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q[j] = S(nibbles2)(xb[j].qs, xb[j + 4].qs);
+        __m256 dx = S(halves8_blocks)(xb, sizeof *xb, ixd, HB_MASK(sizeof(tokd_block_q4_0), 0));
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const tokd_block_q8_0 *yb = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride) + b;
+            __m512i p[4];
+    #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+                __m512i a = S(load2x256)(yb[j].qs, yb[j + 4].qs);
+                p[j] = _mm512_sub_epi32(DPBUSD(zero, q[j], a), DPBUSD(zero, eight, a));
+            }
+            __m256i P = S(hsum_4x16)(p[0], p[1], p[2], p[3]);
+            __m256 dd = _mm256_mul_ps(dx, S(halves8_blocks)(yb, sizeof *yb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0)));
+            acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        const tokd_block_q8_0 *y = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride);
+        float s[8];
+        _mm256_storeu_ps(s, acc[r]);
+        for (int64_t t = b; t < nb; t++) s[t & 7] += tokd_q4_0_term(x + t, y + t);
+        out[r] = tokd_reduce8(s);
+    }
+}
+
+TGT void FN4(q8_0)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
+    const tokd_block_q8_0 *x = w;
+    const uint8_t *a0 = act;
+    const int64_t nb = n / TOKD_QK;
+    static const uint16_t iyd[32] = HB_IDX8(sizeof(tokd_block_q8_0), 0);
+    const __m512i zero = _mm512_setzero_si512();
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        const tokd_block_q8_0 *xb = x + b;
+        __m512i aq[4];
+        __mmask64 neg[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            __m512i q = S(load2x256)(xb[j].qs, xb[j + 4].qs);
+            aq[j] = _mm512_abs_epi8(q);
+            neg[j] = _mm512_movepi8_mask(q);
+        }
+        __m256 dx = S(halves8_blocks)(xb, sizeof *xb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0));
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const tokd_block_q8_0 *yb = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride) + b;
+            __m512i p[4];
+    #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+                __m512i a = S(load2x256)(yb[j].qs, yb[j + 4].qs);
+                p[j] = DPBUSD(zero, aq[j], _mm512_mask_sub_epi8(a, neg[j], zero, a));
+            }
+            __m256i P = S(hsum_4x16)(p[0], p[1], p[2], p[3]);
+            __m256 dd = _mm256_mul_ps(dx, S(halves8_blocks)(yb, sizeof *yb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0)));
+            acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));
+        }
+    }
+    for (int r = 0; r < 4; r++) {
+        const tokd_block_q8_0 *y = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride);
+        float s[8];
+        _mm256_storeu_ps(s, acc[r]);
+        for (int64_t t = b; t < nb; t++) s[t & 7] += tokd_q8_0_term(x + t, y + t);
+        out[r] = tokd_reduce8(s);
+    }
+}
+
+TGT void FN4(q4_K)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
+    const tokd_block_q4_K *x = w;
+    const uint8_t *a0 = act;
+    float sum[4] = {0, 0, 0, 0};
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m128i scm = k4_scales_mins(x[b].scales);
+        __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
+        __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        __m512i z[4], sv[4];
+        S(k4_nibbles)(x[b].qs, z);
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) sv[p] = _mm512_permutexvar_epi16(S(pair_idx)(p), scz);
+        float dx = _cvtsh_ss(x[b].d), dmx = _cvtsh_ss(x[b].dmin);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const tokd_block_q8_K *y = (const tokd_block_q8_K *)(a0 + (size_t)r * stride) + b;
+            const __m128i *bs = (const __m128i *)y->bsums;
+            __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
+            __m128i mm = _mm_madd_epi16(pairs, mn16);
+            const int8_t *a = y->qs;
+            __m512i acc0 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(a)), sv[0]);
+            __m512i acc1 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[1], _mm512_loadu_si512(a + 64)), sv[1]);
+            acc0 = DPWSSD(acc0, _mm512_maddubs_epi16(z[2], _mm512_loadu_si512(a + 128)), sv[2]);
+            acc1 = DPWSSD(acc1, _mm512_maddubs_epi16(z[3], _mm512_loadu_si512(a + 192)), sv[3]);
+            sum[r] += tokd_k_term2(dx, dmx, y->d, S(hsum512)(_mm512_add_epi32(acc0, acc1)), S(hsum128)(mm));
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = sum[r];
+}
+
+TGT void FN4(q6_K)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
+    const tokd_block_q6_K *x = w;
+    const uint8_t *a0 = act;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    float sum[4] = {0, 0, 0, 0};
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
+        __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i z[4], sv[4];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m512i ql = _mm512_loadu_si512(x[b].ql + 64 * h);
+            __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x[b].qh + 32 * h)));
+            qh = _mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2);
+            z[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), m30));
+            z[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_and_si512(qh, m30));
+            sv[2 * h] = _mm512_permutexvar_epi16(S(group4_idx)(2 * h), scz);
+            sv[2 * h + 1] = _mm512_permutexvar_epi16(S(group4_idx)(2 * h + 1), scz);
+        }
+        float dx = _cvtsh_ss(x[b].d);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            const tokd_block_q8_K *y = (const tokd_block_q8_K *)(a0 + (size_t)r * stride) + b;
+            __m256i bm = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
+            __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++)
+                acc = DPWSSD(acc, _mm512_maddubs_epi16(z[k], _mm512_loadu_si512(y->qs + 64 * k)), sv[k]);
+            sum[r] += tokd_k_term1(dx, y->d, S(hsum512)(acc) - 32 * S(hsum256)(bm));
+        }
+    }
+    for (int r = 0; r < 4; r++) out[r] = sum[r];
+}
+#undef FN4
+
 #undef DOT32_512
 #undef DOT32_512_MIN_0
 #undef DOT32_512_MIN_1

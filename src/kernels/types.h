@@ -31,6 +31,10 @@
 typedef void (*tokd_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*tokd_from_float_fn)(const float *src, void *dst, int64_t n);
 typedef void (*tokd_vec_dot_fn)(int64_t n, float *out, const void *w, const void *act);
+/* Four dot products of one weight row with four activation rows act, act + act_stride,
+ * act + 2*act_stride, act + 3*act_stride (bytes): out[r] is bit-equal to what vec_dot
+ * gives for row r. Shares the weight row's unpacking between the rows (prefill). */
+typedef void (*tokd_vec_dot4_fn)(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
 
 typedef struct tokd_type_traits {
     uint32_t id;          /* GGML_TYPE_* */
@@ -42,6 +46,8 @@ typedef struct tokd_type_traits {
     tokd_from_float_fn from_float;     /* reference quantiser; NULL if not supported */
     tokd_vec_dot_fn vec_dot;           /* selected implementation */
     tokd_vec_dot_fn vec_dot_ref;       /* scalar reference */
+    tokd_vec_dot4_fn vec_dot4;         /* selected four-row implementation; NULL if none
+                                          (then use tokd_vec_dot4, which loops) */
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
@@ -55,6 +61,17 @@ const tokd_cpu_features *tokd_cpu(void);
 void tokd_kernels_init(void);
 /* Name of the selected SIMD path ("scalar", "avx2", "avx512"). */
 const char *tokd_kernels_path(void);
+
+/* Four rows through vec_dot4 where the row has one, else four vec_dot calls: the same
+ * results either way. */
+static inline void tokd_vec_dot4(const tokd_type_traits *t, int64_t n, float out[4], const void *w, const void *act,
+                                 size_t act_stride) {
+    if (t->vec_dot4) {
+        t->vec_dot4(n, out, w, act, act_stride);
+        return;
+    }
+    for (int r = 0; r < 4; r++) t->vec_dot(n, &out[r], w, (const uint8_t *)act + (size_t)r * act_stride);
+}
 
 /* Bytes for n elements of a type (n must be a multiple of blck). */
 static inline size_t tokd_row_bytes(const tokd_type_traits *t, int64_t n) {
