@@ -1,16 +1,26 @@
 /* matmul.c — see matmul.h.
  *
- * Tiling: outputs are split into contiguous ranges, one per thread; inside a range the
- * loop walks a tile of weight rows against every activation row, so that in prefill a
- * weight row is read from memory once and reused from cache for all the rows of the
- * batch. Decode (one row) streams the weights once. */
+ * Work split: the outputs are cut into chunks of whole weight rows; thread ith starts on
+ * chunk ith and then takes the next free chunk from an atomic counter, so a thread that
+ * the OS deschedules (the machine is small and shared) does not stall the region: the
+ * others take its remaining chunks. Every output is still computed whole, by one
+ * vec_dot / vec_dot4 call, so which thread computes it changes nothing.
+ *
+ * Decode (fewer than 4 activation rows): a chunk is a contiguous run of weight rows,
+ * streamed once (about four chunks per thread, so the counter is touched rarely).
+ *
+ * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
+ * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
+ * for four rows), so the tile stays in L1/L2 while activation rows stream past it. The
+ * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would. */
 #include "kernels/matmul.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "util.h"
 
-#define ROW_TILE 16
+#define TILE 16 /* weight rows per prefill chunk */
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
     if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
@@ -31,6 +41,9 @@ typedef struct {
     const float *X;
     int64_t ldx;
     const tokd_type_traits *at;
+    /* chunks */
+    int64_t chunk_rows, n_chunks;
+    _Atomic int64_t next; /* next chunk to hand out, starts at nth */
 } matmul_job;
 
 static void convert_rows(void *arg, int ith, int nth) {
@@ -39,22 +52,49 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
 
-static void matmul_range(void *arg, int ith, int nth) {
-    matmul_job *j = arg;
+/* Weight rows [o0, o1) against every activation row. */
+static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
     const tokd_matrix *W = j->W;
-    int64_t per = (W->n_out + nth - 1) / nth;
-    int64_t o0 = per * ith, o1 = o0 + per;
-    if (o1 > W->n_out) o1 = W->n_out;
-    tokd_vec_dot_fn dot = W->tt->vec_dot;
+    const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
-    for (int64_t ot = o0; ot < o1; ot += ROW_TILE) {
-        int64_t oe = ot + ROW_TILE < o1 ? ot + ROW_TILE : o1;
-        for (int64_t r = 0; r < j->n_rows; r++) {
-            const void *a = j->act + r * j->act_stride;
-            float *y = j->Y + r * j->ldy;
-            for (int64_t o = ot; o < oe; o++) dot(W->K, &y[o], wbase + (size_t)o * W->row_bytes, a);
+    const int64_t K = W->K, ldy = j->ldy;
+    if (j->n_rows == 1) {
+        tokd_vec_dot_fn dot = tt->vec_dot;
+        for (int64_t o = o0; o < o1; o++) dot(K, &j->Y[o], wbase + (size_t)o * W->row_bytes, j->act);
+        return;
+    }
+    int64_t r = 0;
+    if (tt->vec_dot4) {
+        tokd_vec_dot4_fn dot4 = tt->vec_dot4;
+        for (; r + 4 <= j->n_rows; r += 4) {
+            const uint8_t *a = j->act + (size_t)r * j->act_stride;
+            float *y = j->Y + r * ldy;
+            for (int64_t o = o0; o < o1; o++) {
+                float out[4];
+                dot4(K, out, wbase + (size_t)o * W->row_bytes, a, j->act_stride);
+                y[o] = out[0];
+                y[ldy + o] = out[1];
+                y[2 * ldy + o] = out[2];
+                y[3 * ldy + o] = out[3];
+            }
         }
     }
+    tokd_vec_dot_fn dot = tt->vec_dot;
+    for (; r < j->n_rows; r++) {
+        const uint8_t *a = j->act + (size_t)r * j->act_stride;
+        float *y = j->Y + r * ldy;
+        for (int64_t o = o0; o < o1; o++) dot(K, &y[o], wbase + (size_t)o * W->row_bytes, a);
+    }
+}
+
+static void matmul_region(void *arg, int ith, int nth) {
+    matmul_job *j = arg;
+    for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
+        int64_t o0 = c * j->chunk_rows, o1 = o0 + j->chunk_rows;
+        if (o1 > j->W->n_out) o1 = j->W->n_out;
+        matmul_chunk(j, o0, o1);
+    }
+    (void)nth;
 }
 
 void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,
@@ -69,5 +109,15 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
         j.act_stride = (tokd_row_bytes(j.at, W->K) + 63) & ~(size_t)63;
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
     }
-    tokd_pool_run(pool, matmul_range, &j);
+    int nth = tokd_pool_size(pool);
+    if (n_rows < 4) {
+        /* about four chunks per thread, in multiples of 16 rows */
+        int64_t c = (W->n_out + 4 * nth - 1) / (4 * nth);
+        j.chunk_rows = c < 16 ? 16 : (c + 15) & ~(int64_t)15;
+    } else {
+        j.chunk_rows = TILE;
+    }
+    j.n_chunks = (W->n_out + j.chunk_rows - 1) / j.chunk_rows;
+    atomic_init(&j.next, nth);
+    tokd_pool_run(pool, matmul_region, &j);
 }

@@ -8,11 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "util.h"
 
-#define SPIN_ITERS 200000 /* idle spins before a worker sleeps */
-#define YIELD_AFTER 2000 /* spins before waiting loops start yielding the core */
+/* Waiting is in three stages, timed with the TSC (constant rate; 2.1 GHz here): spin
+ * on plain loads for spin_limit cycles; then sched_yield until SLEEP_CYCLES; then a
+ * worker sleeps on the condition variable.
+ *
+ * spin_limit adapts. On an idle machine regions come microseconds apart and every
+ * syscall (sched_yield included) is a VM world switch costing microseconds, so long
+ * spinning wins (an empty region ~0.8 us). When other processes hold a core, two pool
+ * threads share one, and a spinning thread only delays the one it waits for: there
+ * the budget must be short. The caller measures each region's wait: if it had to
+ * yield before the workers finished, the budget halves; if they finished while it
+ * spun, it grows back. */
+#define SPIN_MAX 200000u /* ~95 us */
+#define SPIN_MIN 1000u
+#define SLEEP_CYCLES 300000000ull /* ~0.1 s */
 
 struct tokd_pool {
     int n;
@@ -21,6 +34,7 @@ struct tokd_pool {
     _Atomic int pending;         /* workers still running the current region */
     _Atomic int stop;
     _Atomic int sleepers;
+    _Atomic unsigned spin_limit; /* cycles of pure spinning before yielding */
     tokd_pool_fn fn;
     void *ctx;
     pthread_mutex_t mu;
@@ -44,11 +58,13 @@ static void *worker_main(void *arg) {
     unsigned seen = 0;
     for (;;) {
         unsigned g;
-        int spins = 0;
+        unsigned long long t0 = __rdtsc();
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
             if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
-            if (++spins < SPIN_ITERS) {
-                if (spins > YIELD_AFTER) sched_yield(); /* share an oversubscribed machine */
+            unsigned long long dt = __rdtsc() - t0;
+            if (dt < SLEEP_CYCLES) {
+                if (dt > atomic_load_explicit(&p->spin_limit, memory_order_relaxed))
+                    sched_yield(); /* share an oversubscribed machine */
                 else cpu_relax();
                 continue;
             }
@@ -57,7 +73,7 @@ static void *worker_main(void *arg) {
             while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv, &p->mu);
             atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
-            spins = 0;
+            t0 = __rdtsc();
         }
         seen = g;
         p->fn(p->ctx, ith, p->n);
@@ -97,6 +113,7 @@ tokd_pool *tokd_pool_new(int n_threads) {
     if (n_threads <= 0) n_threads = tokd_physical_cores();
     tokd_pool *p = tokd_xcalloc(1, sizeof *p);
     p->n = n_threads;
+    atomic_init(&p->spin_limit, SPIN_MAX);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = tokd_xcalloc((size_t)n_threads, sizeof(pthread_t));
@@ -130,10 +147,20 @@ void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
-    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
-        if (spins > YIELD_AFTER) sched_yield(); /* a worker may be waiting for this core */
-        else cpu_relax();
+    unsigned long long t0 = __rdtsc();
+    unsigned limit = atomic_load_explicit(&p->spin_limit, memory_order_relaxed);
+    int yielded = 0;
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        if (__rdtsc() - t0 > limit) {
+            sched_yield(); /* a worker may be waiting for this core */
+            yielded = 1;
+        } else {
+            cpu_relax();
+        }
     }
+    if (yielded) limit = limit / 2 > SPIN_MIN ? limit / 2 : SPIN_MIN;
+    else limit = limit + limit / 16 + 16 < SPIN_MAX ? limit + limit / 16 + 16 : SPIN_MAX;
+    atomic_store_explicit(&p->spin_limit, limit, memory_order_relaxed);
 }
 
 void tokd_pool_free(tokd_pool *p) {
