@@ -7,8 +7,8 @@
  *
  * Batch invariance: every value is reduced in an order fixed by the model's shapes and
  * absolute positions. Matmuls reduce each output with one vec_dot; attention walks the
- * cache in position order, one KV block at a time, with an online softmax whose block
- * boundaries are absolute (multiples of block_size); threads split independent outputs.
+ * cache in position order (scores, then a full softmax, then the weighted sum of V, as
+ * llama.cpp computes it over its F16 cache); threads split independent outputs.
  * So a sequence gets the same bits alone, chunked, or beside others. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@ struct tokd_ctx {
     tokd_pool *pool;
     /* scratch, n_batch rows each */
     float *x, *xb, *q, *k, *v, *att, *hg, *hu, *rope;
+    float *scores; /* attention: n_ctx per pool thread */
     void *act;
     int32_t *seq_new;  /* per sequence: entries in the current batch */
 };
@@ -66,7 +67,9 @@ static void scratch_sizes(const tokd_model *m, int32_t n_batch, tokd_scratch_siz
 uint64_t tokd_scratch_bytes(const tokd_model *m, const tokd_ctx_params *p) {
     tokd_scratch_sizes sz;
     scratch_sizes(m, p->n_batch > 0 ? p->n_batch : 512, &sz);
-    return sz.x + sz.xb + 2 * sz.q + 2 * sz.kv + 2 * sz.ff + sz.rope + sz.act;
+    int64_t n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    int64_t n_thr = p->n_threads > 0 ? p->n_threads : tokd_physical_cores();
+    return sz.x + sz.xb + 2 * sz.q + 2 * sz.kv + 2 * sz.ff + sz.rope + sz.act + (uint64_t)(n_thr * n_ctx) * sizeof(float);
 }
 
 tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_err *err) {
@@ -105,6 +108,7 @@ tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_
     c->hu = tokd_aligned_alloc(sz.ff);
     c->rope = tokd_aligned_alloc(sz.rope);
     c->act = tokd_aligned_alloc(sz.act);
+    c->scores = tokd_aligned_alloc((size_t)tokd_pool_size(c->pool) * (size_t)p.n_ctx * sizeof(float));
     return c;
 }
 
@@ -125,6 +129,7 @@ void tokd_ctx_free(tokd_ctx *c) {
     free(c->hu);
     free(c->rope);
     free(c->act);
+    free(c->scores);
     free(c);
 }
 
@@ -180,10 +185,6 @@ static void rope_apply(float *x, int32_t n_heads, int32_t head_dim, const float 
  * reduction), so the ISA-specific clones give identical bits; clones just go faster. */
 #define TOKD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-TOKD_CLONES static void vec_scale(float *y, float s, int32_t n) {
-    for (int32_t i = 0; i < n; i++) y[i] *= s;
-}
-
 TOKD_CLONES static void vec_axpy(float *y, float a, const float *x, int32_t n) {
     for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -194,8 +195,16 @@ typedef struct {
     int32_t n, layer;
 } attn_job;
 
-/* One (entry, head) per task: online softmax over the sequence's KV blocks in position
- * order. */
+/* Round to the nearest F16 value (ties to even), kept in a float. */
+static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
+
+/* One (entry, head) per task, as llama.cpp's CPU graph computes attention over its F16
+ * KV cache (without flash attention): q rounded to F16; scores q.k * scale for every
+ * position (K already F16 in the cache, so the products are exact in F32); a full
+ * softmax (max, exp, sum in double, times the float reciprocal); each probability
+ * rounded to F16; then sum of p * v in position order. Quantized models carry these
+ * F16 roundings into their activation quantisation, so they are needed to agree with
+ * the reference; every reduction runs in absolute position order. */
 static void attention_task(void *arg, int ith, int nth) {
     attn_job *j = arg;
     tokd_ctx *c = j->c;
@@ -203,8 +212,8 @@ static void attention_task(void *arg, int ith, int nth) {
     const int32_t hd = hp->head_dim, bs = c->kv.block_size, kv_dim = c->kv.kv_dim;
     const int32_t group = hp->n_head / hp->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
-    float scores[4096];
-    float acc[4096];
+    float *scores = c->scores + (size_t)ith * (size_t)c->p.n_ctx; /* one per position */
+    float acc[4096], qh[4096];
     /* q.k with the F32 row's dot product: SIMD, reduction order fixed by head_dim */
     const tokd_vec_dot_fn dot_f32 = tokd_type_get(GGML_TYPE_F32)->vec_dot;
     for (int64_t task = ith; task < (int64_t)j->n * hp->n_head; task += nth) {
@@ -213,34 +222,34 @@ static void attention_task(void *arg, int ith, int nth) {
         const tokd_seq_table *s = &c->seqs[e->seq];
         const float *q = c->q + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
         const int32_t kvh = h / group;
-        float m = -INFINITY, l = 0.0f;
-        for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
+        for (int32_t d = 0; d < hd; d++) {
+            qh[d] = f16_round(q[d]);
+            acc[d] = 0.0f;
+        }
+        float m = -INFINITY;
         for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
-            int32_t block = s->blocks[t0 / bs];
             int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
-            const float *kb = tokd_kv_k_at(&c->kv, block, j->layer) + (size_t)kvh * hd;
-            const float *vb = tokd_kv_v_at(&c->kv, block, j->layer) + (size_t)kvh * hd;
-            float mb = -INFINITY;
+            const float *kb = tokd_kv_k_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
             for (int32_t t = 0; t < cnt; t++) {
                 float dot;
-                dot_f32(hd, &dot, kb + (size_t)t * kv_dim, q);
-                scores[t] = dot * scale;
-                if (scores[t] > mb) mb = scores[t];
+                dot_f32(hd, &dot, kb + (size_t)t * kv_dim, qh);
+                scores[t0 + t] = dot * scale;
+                if (scores[t0 + t] > m) m = scores[t0 + t];
             }
-            float m_new = mb > m ? mb : m;
-            float corr = expf(m - m_new); /* exp(-inf) = 0 on the first block */
-            l *= corr;
-            vec_scale(acc, corr, hd);
-            for (int32_t t = 0; t < cnt; t++) {
-                float p = expf(scores[t] - m_new);
-                l += p;
-                vec_axpy(acc, p, vb + (size_t)t * kv_dim, hd);
-            }
-            m = m_new;
+        }
+        double sum = 0.0;
+        for (int32_t t = 0; t <= e->pos; t++) {
+            scores[t] = expf(scores[t] - m);
+            sum += (double)scores[t];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
+            int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
+            const float *vb = tokd_kv_v_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
+            for (int32_t t = 0; t < cnt; t++) vec_axpy(acc, f16_round(scores[t0 + t] * inv), vb + (size_t)t * kv_dim, hd);
         }
         float *out = c->att + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
-        float inv = 1.0f / l;
-        for (int32_t d = 0; d < hd; d++) out[d] = acc[d] * inv;
+        for (int32_t d = 0; d < hd; d++) out[d] = acc[d];
     }
 }
 
@@ -301,8 +310,13 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             rope_apply(k, hp->n_head_kv, hd, c->rope + (size_t)i * hp->n_rot, hp);
             const tokd_seq_table *s = &c->seqs[e[i].seq];
             int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
-            memcpy(tokd_kv_k_at(&c->kv, block, l) + (size_t)slot * kvd, k, (size_t)kvd * sizeof(float));
-            memcpy(tokd_kv_v_at(&c->kv, block, l) + (size_t)slot * kvd, v, (size_t)kvd * sizeof(float));
+            /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
+            float *kc = tokd_kv_k_at(&c->kv, block, l) + (size_t)slot * kvd;
+            float *vc = tokd_kv_v_at(&c->kv, block, l) + (size_t)slot * kvd;
+            for (int32_t d = 0; d < kvd; d++) {
+                kc[d] = f16_round(k[d]);
+                vc[d] = f16_round(v[d]);
+            }
         }
         attn_job aj = {c, e, n, l};
         tokd_pool_run(pool, attention_task, &aj);
