@@ -29,4 +29,17 @@ SERVER_MODEL="$TEMPLATED_MODEL" start_server --ctx 2048
 grep -q "chat template: the model's; tool calls: hermes" "$SERVER_LOG" || { echo "FAIL: template line"; cat "$SERVER_LOG"; exit 1; }
 NODE_PATH="$NODE_DIR/node_modules" BASE="$BASE" TEMPLATED=1 node tests/server/tools_client.mjs || { echo "client failed"; tail -20 "$SERVER_LOG"; exit 1; }
 stop_server || exit 1
+
+# --chat-template-file, and a template error is a 400 that carries the template's message
+TPL=$(mktemp --suffix=.jinja)
+printf '%s' "{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tool turns here') }}{% endif %}[{{ m.role }}]{{ m.content }}{% endfor %}" >"$TPL"
+start_server --chat-template-file "$TPL"
+rm -f "$TPL"
+grep -q "chat template: given; tool calls: hermes; reasoning: think" "$SERVER_LOG" || { echo "FAIL: template line"; cat "$SERVER_LOG"; exit 1; }
+R=$(curl -s -w ' %{http_code}' -H 'Content-Type: application/json' "$BASE/v1/chat/completions" \
+    -d '{"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c","content":"x"}],"max_tokens":2}')
+case "$R" in *"no tool turns here"*" 400") ;; *) echo "FAIL: template error: $R"; exit 1 ;; esac
+R=$(curl -s -w ' %{http_code}' "$BASE/v1/chat/completions" -d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}')
+case "$R" in *'"finish_reason":"length"'*" 200") ;; *) echo "FAIL: given template: $R"; exit 1 ;; esac
+stop_server || exit 1
 echo "ok"
