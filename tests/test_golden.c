@@ -7,8 +7,10 @@
  *   F32 / F16 (and stories260K): KL <= 1e-5, all greedy tokens equal;
  *   BF16: KL <= 2e-4, top-1 >= 99 %;  Q8_0 / Q4_0 / Q4_K_M: KL <= 1e-3 per case.
  * Top-1 agreement is also summed per model over all its cases and printed; for the
- * quantized models issue 3 asks >= 98 % (held here at >= 90 % until it lands: near-ties
- * of the random models flip; see the note in issue 3). */
+ * quantized models issue 3 asks >= 98 %, checked here. (The forward pass computes
+ * attention as llama.cpp does over its F16 KV cache, so most cases agree to ~1e-15 KL;
+ * where a near-tie of an F16 or Q8 rounding goes the other way — the float reduction
+ * order of some llama.cpp kernels differs from ours — a case diverges to ~3e-5.) */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
@@ -199,7 +201,7 @@ int main(void) {
     for (int i = 0; i < n_agg; i++) {
         bool quant = strstr(agg[i].model, "Q8_0") || strstr(agg[i].model, "Q4_0") || strstr(agg[i].model, "Q4_K");
         printf("%-28s top-1 over all cases %d/%d (%.1f %%)\n", agg[i].model, agg[i].top1, agg[i].n, 100.0 * agg[i].top1 / agg[i].n);
-        if (quant) CHECK(agg[i].top1 >= 0.90 * agg[i].n, "%s: top-1 %d/%d", agg[i].model, agg[i].top1, agg[i].n);
+        if (quant) CHECK(agg[i].top1 >= 0.98 * agg[i].n, "%s: top-1 %d/%d", agg[i].model, agg[i].top1, agg[i].n);
     }
     T_DONE();
 }
