@@ -89,6 +89,25 @@ static double run(tokd_vec_dot_fn fn, int64_t rows, int64_t K, const uint8_t *W,
     }
     return best;
 }
+/* The gemm kernel (Q4_0/Q8_0): as matmul calls it, a tile of 16 weight rows against na
+ * prepared activation rows. na = 1: GB/s of weights (decode); else GMAC/s. */
+static double run_gemm(const tokd_type_traits *t, int64_t na, int64_t rows, int64_t K, const uint8_t *W, size_t rb,
+                       const uint8_t *A, size_t as, float *Y, double seconds) {
+    double best = 0;
+    for (int trial = 0; trial < 5; trial++) {
+        int reps = 0;
+        double t0 = cpu_now(), el;
+        do {
+            for (int64_t o = 0; o < rows; o += 16)
+                t->gemm(K, rows - o < 16 ? rows - o : 16, W + (size_t)o * rb, rb, na, A, as, Y + o, rows);
+            reps++;
+            el = cpu_now() - t0;
+        } while (el < seconds / 5);
+        double g = na == 1 ? (double)rows * (double)rb * reps / el / 1e9 : (double)na * (double)rows * (double)K * reps / el / 1e9;
+        if (g > best) best = g;
+    }
+    return best;
+}
 
 int main(int argc, char **argv) {
     int64_t rows = argc > 1 ? atoll(argv[1]) : 4096, K = argc > 2 ? atoll(argv[2]) : 4096;
@@ -131,6 +150,17 @@ int main(int argc, char **argv) {
             printf("   prefill 4 rows: %.1f GMAC/s as 4 x vec_dot, %.1f with vec_dot4", run4(t, false, rows, K, W, rb, A4, ab, seconds),
                    run4(t, true, rows, K, W, rb, A4, ab, seconds));
             free(A4);
+        }
+        if (t->gemm) {
+            size_t as = (t->gemm_act_bytes(K) + 63) & ~(size_t)63;
+            int64_t na = 64, prow = rows < 512 ? rows : 512;
+            uint8_t *AG = tokd_aligned_alloc(as * (size_t)na);
+            float *Y = malloc(sizeof(float) * (size_t)(rows * na));
+            for (int64_t k = 0; k < na; k++) t->gemm_prep(x, AG + (size_t)k * as, K);
+            printf("   gemm: matvec %.2f GB/s, %lld rows %.1f GMAC/s", run_gemm(t, 1, rows, K, W, rb, AG, as, Y, seconds),
+                   (long long)na, run_gemm(t, na, prow, K, W, rb, AG, as, Y, seconds));
+            free(AG);
+            free(Y);
         }
         printf("\n");
         free(W), free(A);

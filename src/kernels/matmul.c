@@ -12,7 +12,10 @@
  * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
  * for four rows), so the tile stays in L1/L2 while activation rows stream past it. The
- * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would. */
+ * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would.
+ *
+ * Types with a gemm kernel (Q4_0, Q8_0 on AVX-512 VNNI+VBMI) get their activation rows
+ * in the kernel's prepared layout and one gemm call per chunk instead (same bits). */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -26,6 +29,7 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
     if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
     const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
     size_t row = tokd_row_bytes(at, K);
+    if (tt->gemm && tt->gemm_act_bytes(K) > row) row = tt->gemm_act_bytes(K);
     row = (row + 63) & ~(size_t)63;
     return row * (size_t)n_rows;
 }
@@ -41,6 +45,7 @@ typedef struct {
     const float *X;
     int64_t ldx;
     const tokd_type_traits *at;
+    int gemm; /* through tt->gemm with prepared activation rows */
     /* chunks */
     int64_t chunk_rows, n_chunks;
     _Atomic int64_t next; /* next chunk to hand out, starts at nth */
@@ -48,6 +53,11 @@ typedef struct {
 
 static void convert_rows(void *arg, int ith, int nth) {
     matmul_job *j = arg;
+    if (j->gemm) {
+        for (int64_t r = ith; r < j->n_rows; r += nth)
+            j->W->tt->gemm_prep(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
+        return;
+    }
     for (int64_t r = ith; r < j->n_rows; r += nth)
         j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
@@ -58,6 +68,11 @@ static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
     const int64_t K = W->K, ldy = j->ldy;
+    if (j->gemm) {
+        tt->gemm(K, o1 - o0, wbase + (size_t)o0 * W->row_bytes, W->row_bytes, j->n_rows, j->act, j->act_stride,
+                 j->Y + o0, ldy);
+        return;
+    }
     if (j->n_rows == 1) {
         tokd_vec_dot_fn dot = tt->vec_dot;
         for (int64_t o = o0; o < o1; o++) dot(K, &j->Y[o], wbase + (size_t)o * W->row_bytes, j->act);
@@ -106,7 +121,9 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
     } else {
         j.at = tokd_type_get(W->tt->vec_dot_type);
         j.act = scratch;
-        j.act_stride = (tokd_row_bytes(j.at, W->K) + 63) & ~(size_t)63;
+        j.gemm = W->tt->gemm && n_rows >= W->tt->gemm_min_rows;
+        size_t row = j.gemm ? W->tt->gemm_act_bytes(W->K) : tokd_row_bytes(j.at, W->K);
+        j.act_stride = (row + 63) & ~(size_t)63;
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
     }
     int nth = tokd_pool_size(pool);

@@ -214,6 +214,17 @@ TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
 #define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA)
 TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
 #undef TOKD_DOT4_ALL
+/* gemm_avx512.c (AVX-512 VNNI + VBMI): Q4_0 and Q8_0 products with prepared activation
+ * rows (see tokd_gemm_fn and the layout in gemm_avx512.c). tokd_gemm_init builds the
+ * gather tables (called by tokd_kernels_init). */
+void tokd_gemm_init(void);
+size_t tokd_gemm_q8x_act_bytes(int64_t K);
+void tokd_gemm_q4_0_prep(const float *x, void *dst, int64_t K);
+void tokd_gemm_q8_0_prep(const float *x, void *dst, int64_t K);
+void tokd_gemm_q4_0_avx512vbmi(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
+                               float *y, int64_t ldy);
+void tokd_gemm_q8_0_avx512vbmi(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
+                               float *y, int64_t ldy);
 #undef TOKD_DOT4_DECL
 #undef TOKD_DOT_FLOAT
 #undef TOKD_DOT_QUANT

@@ -54,11 +54,11 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 /* ---- the table ------------------------------------------------------------------- */
 
 #define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT)                                       \
-    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT, NULL}
+    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT, NULL, NULL, NULL, NULL, 0}
 static tokd_type_traits table[] = {
-    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref, NULL},
-    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref, NULL},
-    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref, NULL},
+    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref, NULL, NULL, NULL, NULL, 0},
+    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref, NULL, NULL, NULL, NULL, 0},
+    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref, NULL, NULL, NULL, NULL, 0},
     QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
     QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
     QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
@@ -126,6 +126,7 @@ static void detect_cpu(void) {
         cpu.avx512bw = zmm_ok && ((b >> 30) & 1);
         cpu.avx512vl = zmm_ok && ((b >> 31) & 1);
         cpu.avx512vnni = zmm_ok && ((c >> 11) & 1);
+        cpu.avx512vbmi = zmm_ok && ((c >> 1) & 1);
         __cpuid_count(7, 1, a, b, c, d);
         cpu.avxvnni = ymm_ok && ((a >> 4) & 1);
         cpu.avx512bf16 = zmm_ok && ((a >> 5) & 1);
@@ -141,12 +142,30 @@ static void kernels_init_once(void) {
     bool avx2 = !scalar_only && cpu.avx2 && cpu.fma && cpu.f16c;
     bool avx512 = avx2 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl && !(force && strcmp(force, "avx2") == 0);
     bool vnni = avx512 && cpu.avx512vnni;
+    bool gemm = vnni && cpu.avx512vbmi && !(force && strcmp(force, "nogemm") == 0);
+    if (gemm) tokd_gemm_init();
     if (avx2) kernels_path = "avx2";
     if (avx512) kernels_path = "avx512";
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         tokd_type_traits *t = &table[i];
         t->vec_dot = t->vec_dot_ref;
         t->vec_dot4 = NULL;
+        t->gemm = NULL;
+        t->gemm_prep = NULL;
+        t->gemm_act_bytes = NULL;
+        if (gemm && t->id == GGML_TYPE_Q4_0) {
+            t->gemm = tokd_gemm_q4_0_avx512vbmi;
+            t->gemm_prep = tokd_gemm_q4_0_prep;
+            t->gemm_act_bytes = tokd_gemm_q8x_act_bytes;
+            t->gemm_min_rows = 1;
+        }
+        /* Q8_0 decode: the plain vec_dot is faster than unpacking the weights for one row */
+        if (gemm && t->id == GGML_TYPE_Q8_0) {
+            t->gemm_min_rows = 2;
+            t->gemm = tokd_gemm_q8_0_avx512vbmi;
+            t->gemm_prep = tokd_gemm_q8_0_prep;
+            t->gemm_act_bytes = tokd_gemm_q8x_act_bytes;
+        }
         for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
             const simd_row *r = &simd_rows[j];
             if (r->id != t->id) continue;

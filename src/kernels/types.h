@@ -36,6 +36,17 @@ typedef void (*tokd_vec_dot_fn)(int64_t n, float *out, const void *w, const void
  * gives for row r. Shares the weight row's unpacking between the rows (prefill). */
 typedef void (*tokd_vec_dot4_fn)(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
 
+/* Matrix products with activation rows prepared once per matmul in a type-specific
+ * layout (gemm_act_bytes(K) bytes per row, written by gemm_prep from F32):
+ * y[r*ldy + o] = dot(weight row o, activation row r) for o < nw, r < na, each output
+ * bit-equal to vec_dot of weight row o with activation row r converted by the
+ * activation type's from_float. Weight rows ws bytes apart, activation rows as bytes
+ * apart (64-byte aligned). */
+typedef void (*tokd_gemm_prep_fn)(const float *x, void *dst, int64_t K);
+typedef size_t (*tokd_gemm_act_bytes_fn)(int64_t K);
+typedef void (*tokd_gemm_fn)(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
+                             float *y, int64_t ldy);
+
 typedef struct tokd_type_traits {
     uint32_t id;          /* GGML_TYPE_* */
     const char *name;
@@ -48,6 +59,10 @@ typedef struct tokd_type_traits {
     tokd_vec_dot_fn vec_dot_ref;       /* scalar reference */
     tokd_vec_dot4_fn vec_dot4;         /* selected four-row implementation; NULL if none
                                           (then use tokd_vec_dot4, which loops) */
+    tokd_gemm_fn gemm;                 /* NULL if none on this CPU (then vec_dot/vec_dot4) */
+    tokd_gemm_prep_fn gemm_prep;
+    tokd_gemm_act_bytes_fn gemm_act_bytes;
+    int gemm_min_rows;                 /* use gemm from this many activation rows on */
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
@@ -55,7 +70,7 @@ const tokd_type_traits *tokd_type_get(uint32_t id);
 
 /* CPU features and kernel selection. */
 typedef struct {
-    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni;
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni, avx512vbmi;
 } tokd_cpu_features;
 const tokd_cpu_features *tokd_cpu(void);
 void tokd_kernels_init(void);

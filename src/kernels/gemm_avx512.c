@@ -1,0 +1,216 @@
+/* gemm_avx512.c — matrix products for Q4_0 and Q8_0 weights with AVX-512 VNNI + VBMI:
+ * nw weight rows against na activation rows prepared once per matmul (see types.h,
+ * tokd_gemm_fn). Every output is bit-equal to the row's vec_dot on the same activation
+ * row quantised to Q8_0 (so to vec_dot_ref): the integer block sums are exact whatever
+ * the order, and the float part is the reference's operation for operation — term of
+ * block b = (dx*dy) * (float)isum, added into lane b%8 in block order, then
+ * tokd_reduce8.
+ *
+ * Why a prepared activation format: in the plain Q8_0 layout each 8-block group costs
+ * a horizontal reduction of 4 vectors per (weight row, activation row), a second
+ * dpbusd for Q4_0's -8 offset, and gathers of the fp16 scales. Here the activation's
+ * 8-block group is stored as
+ *   qs[256]   byte 64m + 4l + i = element 8m + 4(l/8) + i of block l%8 (m<4, l<16, i<4)
+ *   dy[8]     the blocks' scales as float
+ *   aux[8]    int32 per block: Q4_0: 8*sum(qs) (the offset term); Q8_0: unused (0)
+ * (320 bytes), then the n_blocks % 8 tail blocks as plain tokd_block_q8_0. Weights are
+ * permuted into the same order in registers once per group with vpermt2b, so four
+ * dpbusd into one accumulator leave block k's sum split over lanes k and k+8: one add
+ * gives the eight block sums in order. For Q8_0 the activation bytes are stored plus
+ * 128 (unsigned operand of dpbusd) and 128*sum(w) — weight-side, computed once per
+ * group and shared by every activation row — is subtracted. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/quants.h"
+
+#define TG __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+#define GROUP_BYTES 320
+
+size_t tokd_gemm_q8x_act_bytes(int64_t K) {
+    int64_t nb = K / TOKD_QK;
+    return (size_t)(nb / 8) * GROUP_BYTES + (size_t)(nb % 8) * sizeof(tokd_block_q8_0);
+}
+
+/* Quantise as tokd_q8_0_from_float, then lay the groups out as above. */
+static void prep_q8x(const float *x, void *dst, int64_t K, int q8w) {
+    const int64_t nb = K / TOKD_QK, ng = nb / 8;
+    uint8_t *out = dst;
+    tokd_block_q8_0 blk[8];
+    for (int64_t g = 0; g < ng; g++) {
+        tokd_q8_0_from_float(x + g * 256, blk, 256);
+        uint8_t *qs = out + g * GROUP_BYTES;
+        float *dy = (float *)(qs + 256);
+        int32_t *aux = (int32_t *)(qs + 288);
+        for (int m = 0; m < 4; m++)
+            for (int l = 0; l < 16; l++)
+                for (int i = 0; i < 4; i++) {
+                    int8_t v = blk[l % 8].qs[8 * m + 4 * (l / 8) + i];
+                    qs[64 * m + 4 * l + i] = q8w ? (uint8_t)(v + 128) : (uint8_t)v;
+                }
+        for (int k = 0; k < 8; k++) {
+            dy[k] = tokd_f16_to_f32(blk[k].d);
+            int32_t s = 0;
+            for (int i = 0; i < 32; i++) s += blk[k].qs[i];
+            aux[k] = q8w ? 0 : 8 * s;
+        }
+    }
+    if (nb % 8) tokd_q8_0_from_float(x + ng * 256, out + ng * GROUP_BYTES, (nb % 8) * TOKD_QK);
+}
+void tokd_gemm_q4_0_prep(const float *x, void *dst, int64_t K) { prep_q8x(x, dst, K, 0); }
+void tokd_gemm_q8_0_prep(const float *x, void *dst, int64_t K) { prep_q8x(x, dst, K, 1); }
+
+/* Byte-gather indices, a function of the block sizes only (built by tokd_gemm_init). */
+typedef struct {
+    uint8_t g4[2][64];    /* Q4_0 half h: byte offsets into window [0,128) of the group */
+    uint8_t g4b7[2][64];  /* Q4_0 half h, block 7: offsets into window [80,144) */
+    uint8_t g8[4][3][64]; /* Q8_0 vector m: windows [0,128), [128,256), [144,272) */
+    uint64_t g8maskB[4];  /* Q8_0 vector m: bytes taken from the second window */
+    uint16_t d4[32], d8a[32], d8b[32]; /* fp16 scales: Q4_0 (window [0,128)); Q8_0 two windows */
+} gather_idx;
+static gather_idx GI;
+#define MASK_BLOCK7 0xF0000000F0000000ull /* bytes of lanes 7 and 15 */
+
+void tokd_gemm_init(void) {
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 16; l++)
+            for (int i = 0; i < 4; i++) {
+                int k = l % 8, off = 18 * k + 2 + 8 * h + 4 * (l / 8) + i;
+                GI.g4[h][4 * l + i] = (uint8_t)(k < 7 ? off : 0);
+                GI.g4b7[h][4 * l + i] = (uint8_t)(k == 7 ? off - 80 : 0);
+            }
+    for (int m = 0; m < 4; m++) {
+        GI.g8maskB[m] = 0;
+        for (int l = 0; l < 16; l++)
+            for (int i = 0; i < 4; i++) {
+                int k = l % 8, off = 34 * k + 2 + 8 * m + 4 * (l / 8) + i, b = 4 * l + i;
+                GI.g8[m][0][b] = (uint8_t)(off < 128 ? off : 0);
+                GI.g8[m][1][b] = (uint8_t)(off >= 128 && k < 7 ? off - 128 : 0);
+                GI.g8[m][2][b] = (uint8_t)(k == 7 ? off - 144 : 0);
+                if (off >= 128 && k < 7) GI.g8maskB[m] |= 1ull << b;
+            }
+    }
+    for (int k = 0; k < 32; k++) {
+        GI.d4[k] = (uint16_t)(k < 8 ? 9 * k : 0);
+        GI.d8a[k] = (uint16_t)(k < 4 ? 17 * k : 0);
+        GI.d8b[k] = (uint16_t)(k >= 4 && k < 8 ? 17 * k - 64 : 0);
+    }
+}
+
+/* One 8-block group of Q4_0 weights (144 bytes) as four u8 vectors in the prepared
+ * order, and the blocks' scales. Reads only inside the group. */
+TG static inline void w_q4_0(const uint8_t *x, __m512i z[4], __m256 *dx, __m256i *corr) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i r0 = _mm512_loadu_si512(x), r1 = _mm512_loadu_si512(x + 64), w2 = _mm512_loadu_si512(x + 80);
+    __m512i g0 = _mm512_permutex2var_epi8(r0, _mm512_loadu_si512(GI.g4[0]), r1);
+    __m512i g1 = _mm512_permutex2var_epi8(r0, _mm512_loadu_si512(GI.g4[1]), r1);
+    g0 = _mm512_mask_permutexvar_epi8(g0, MASK_BLOCK7, _mm512_loadu_si512(GI.g4b7[0]), w2);
+    g1 = _mm512_mask_permutexvar_epi8(g1, MASK_BLOCK7, _mm512_loadu_si512(GI.g4b7[1]), w2);
+    z[0] = _mm512_and_si512(g0, m4);
+    z[1] = _mm512_and_si512(g1, m4);
+    z[2] = _mm512_and_si512(_mm512_srli_epi16(g0, 4), m4);
+    z[3] = _mm512_and_si512(_mm512_srli_epi16(g1, 4), m4);
+    __m512i d = _mm512_permutex2var_epi16(r0, _mm512_loadu_si512(GI.d4), r1);
+    *dx = _mm256_cvtph_ps(_mm512_castsi512_si128(d));
+    *corr = _mm256_setzero_si256();
+}
+
+/* One 8-block group of Q8_0 weights (272 bytes) as four s8 vectors in the prepared
+ * order, the scales, and 128*sum(w) per block. */
+TG static inline void w_q8_0(const uint8_t *x, __m512i z[4], __m256 *dx, __m256i *corr) {
+    __m512i a0 = _mm512_loadu_si512(x), a1 = _mm512_loadu_si512(x + 64);
+    __m512i b0 = _mm512_loadu_si512(x + 128), b1 = _mm512_loadu_si512(x + 192);
+    __m512i c0 = _mm512_loadu_si512(x + 144), c1 = _mm512_loadu_si512(x + 208);
+    const __m512i c128 = _mm512_set1_epi8((char)0x80);
+    __m512i acc = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; m++) {
+        __m512i v = _mm512_permutex2var_epi8(a0, _mm512_loadu_si512(GI.g8[m][0]), a1);
+        __m512i vb = _mm512_permutex2var_epi8(b0, _mm512_loadu_si512(GI.g8[m][1]), b1);
+        __m512i vc = _mm512_permutex2var_epi8(c0, _mm512_loadu_si512(GI.g8[m][2]), c1);
+        v = _mm512_mask_mov_epi8(v, GI.g8maskB[m], vb);
+        v = _mm512_mask_mov_epi8(v, MASK_BLOCK7, vc);
+        z[m] = v;
+        acc = _mm512_dpbusd_epi32(acc, c128, v);
+    }
+    *corr = _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+    __m512i d = _mm512_permutex2var_epi16(a0, _mm512_loadu_si512(GI.d8a), a1);
+    __m512i db = _mm512_permutex2var_epi16(b0, _mm512_loadu_si512(GI.d8b), b1);
+    d = _mm512_mask_mov_epi16(d, 0xF0, db);
+    *dx = _mm256_cvtph_ps(_mm512_castsi512_si128(d));
+}
+
+/* One weight row against NR prepared activation rows. Q4 != 0: Q4_0 (weights are the
+ * unsigned operand, aux holds 8*sum(a)); else Q8_0 (activations unsigned). */
+#define GEMM_ROWS(NAME, XT, WFN, Q4, TERM)                                                               \
+    TG static inline __attribute__((always_inline)) void NAME(int64_t K, const uint8_t *w, int nr,      \
+                                                               const uint8_t *act, size_t as, float *y,    \
+                                                               int64_t ldy) {                              \
+        const int64_t nb = K / TOKD_QK, ng = nb / 8;                                                       \
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
+        for (int64_t g = 0; g < ng; g++) {                                                                 \
+            __m512i z[4];                                                                                  \
+            __m256 dx;                                                                                     \
+            __m256i corr;                                                                                  \
+            WFN(w + g * 8 * sizeof(XT), z, &dx, &corr);                                                    \
+            for (int r = 0; r < nr; r++) {                                                                 \
+                const uint8_t *a = act + (size_t)r * as + g * GROUP_BYTES;                                 \
+                __m512i s = _mm512_setzero_si512();                                                        \
+                if (Q4) {                                                                                  \
+                    s = _mm512_dpbusd_epi32(s, z[0], _mm512_loadu_si512(a));                               \
+                    s = _mm512_dpbusd_epi32(s, z[1], _mm512_loadu_si512(a + 64));                          \
+                    s = _mm512_dpbusd_epi32(s, z[2], _mm512_loadu_si512(a + 128));                         \
+                    s = _mm512_dpbusd_epi32(s, z[3], _mm512_loadu_si512(a + 192));                         \
+                } else {                                                                                   \
+                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a), z[0]);                               \
+                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 64), z[1]);                          \
+                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 128), z[2]);                         \
+                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 192), z[3]);                         \
+                }                                                                                          \
+                __m256i P = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));  \
+                P = _mm256_sub_epi32(P, Q4 ? _mm256_loadu_si256((const __m256i *)(a + 288)) : corr);      \
+                __m256 dd = _mm256_mul_ps(dx, _mm256_loadu_ps((const float *)(a + 256)));                  \
+                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));                  \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int r = 0; r < nr; r++) {                                                                     \
+            const tokd_block_q8_0 *yt = (const tokd_block_q8_0 *)(act + (size_t)r * as + ng * GROUP_BYTES); \
+            const XT *x = (const XT *)w;                                                                   \
+            float s[8];                                                                                    \
+            _mm256_storeu_ps(s, acc[r]);                                                                   \
+            for (int64_t t = ng * 8; t < nb; t++) s[t & 7] += TERM(x + t, yt + (t - ng * 8));             \
+            y[r * ldy] = tokd_reduce8(s);                                                                  \
+        }                                                                                                  \
+    }
+GEMM_ROWS(rows_q4_0, tokd_block_q4_0, w_q4_0, 1, tokd_q4_0_term)
+GEMM_ROWS(rows_q8_0, tokd_block_q8_0, w_q8_0, 0, tokd_q8_0_term)
+
+/* Activation rows in blocks of four (the weight group is unpacked once per block of
+ * rows), each block against all nw weight rows, which stay in cache meanwhile. */
+#define GEMM(NAME, ROWS)                                                                                   \
+    TG void NAME(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,  \
+                 float *y, int64_t ldy) {                                                                  \
+        const uint8_t *W = w, *A = act;                                                                    \
+        for (int64_t r = 0; r < na; r += 4) {                                                              \
+            int nr = na - r < 4 ? (int)(na - r) : 4;                                                       \
+            const uint8_t *a = A + (size_t)r * as;                                                         \
+            float *yr = y + r * ldy;                                                                       \
+            switch (nr) {                                                                                  \
+            case 4:                                                                                        \
+                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 4, a, as, yr + o, ldy);       \
+                break;                                                                                     \
+            case 3:                                                                                        \
+                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 3, a, as, yr + o, ldy);       \
+                break;                                                                                     \
+            case 2:                                                                                        \
+                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 2, a, as, yr + o, ldy);       \
+                break;                                                                                     \
+            default:                                                                                       \
+                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 1, a, as, yr + o, ldy);       \
+                break;                                                                                     \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+GEMM(tokd_gemm_q4_0_avx512vbmi, rows_q4_0)
+GEMM(tokd_gemm_q8_0_avx512vbmi, rows_q8_0)

@@ -1,0 +1,149 @@
+/* test_gemm.c — the gemm kernels (types.h tokd_gemm_fn: Q4_0 and Q8_0 with prepared
+ * activation rows) against the scalar reference: every output bit-equal to vec_dot_ref
+ * of its weight row with its activation row quantised by the activation type's
+ * from_float. Random and raw random-bit weight blocks (scales kept finite), every K
+ * shape class (whole 8-block groups, groups plus a tail, tail only), odd weight and
+ * activation row counts, row strides with padding; and through tokd_matmul with 1 and
+ * 2 threads, compared with the same reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "kernels/matmul.h"
+#include "kernels/quants.h"
+#include "kernels/types.h"
+#include "t.h"
+#include "util.h"
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static uint64_t rnd64(void) {
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static float rndf(void) { return (float)((double)(rnd64() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+
+/* n_rows weight rows of K elements: quantised random data, or raw random bytes with the
+ * fp16 scale fields replaced by finite values. */
+static void fill_weights(const tokd_type_traits *t, uint8_t *W, int64_t K, int64_t rows, int raw) {
+    size_t rb = tokd_row_bytes(t, K);
+    float *f = malloc(sizeof(float) * (size_t)K);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = W + (size_t)r * rb;
+        if (!raw) {
+            float sc = (float)exp((double)rndf() * 4);
+            for (int64_t i = 0; i < K; i++) f[i] = rndf() * sc;
+            t->from_float(f, row, K);
+        } else {
+            for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)rnd64();
+            for (int64_t b = 0; b < K / 32; b++) {
+                uint16_t d = tokd_f32_to_f16(rndf() * 0.01f);
+                memcpy(row + (size_t)b * t->bytes, &d, 2);
+            }
+        }
+    }
+    free(f);
+}
+
+static int64_t n_checks, n_bad;
+
+static void check_type(uint32_t id) {
+    const tokd_type_traits *t = tokd_type_get(id), *at = tokd_type_get(t->vec_dot_type);
+    if (!t->gemm) {
+        printf("%s: no gemm kernel on this CPU, skipped\n", t->name);
+        return;
+    }
+    static const int64_t Ks[] = {32, 96, 256, 288, 512, 2048, 2048 + 224, 5632};
+    static const int64_t NW[] = {1, 3, 17};
+    static const int64_t NA[] = {1, 2, 3, 4, 5, 9};
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        int64_t K = Ks[ki];
+        for (int raw = 0; raw < 2; raw++)
+            for (size_t wi = 0; wi < 3; wi++)
+                for (size_t ai = 0; ai < 6; ai++) {
+                    int64_t nw = NW[wi], na = NA[ai];
+                    size_t rb = tokd_row_bytes(t, K), ws = rb + (wi == 1 ? t->bytes : 0);
+                    size_t as = (t->gemm_act_bytes(K) + 63 + (ai & 1) * 64) & ~(size_t)63;
+                    size_t qb = tokd_row_bytes(at, K);
+                    uint8_t *W = malloc(ws * (size_t)nw), *A = tokd_aligned_alloc(as * (size_t)na);
+                    uint8_t *Q = malloc(qb * (size_t)na);
+                    float *X = malloc(sizeof(float) * (size_t)(K * na)), *Y = malloc(sizeof(float) * (size_t)(nw * na + 1));
+                    for (int64_t o = 0; o < nw; o++) fill_weights(t, W + (size_t)o * ws, K, 1, raw);
+                    for (int64_t i = 0; i < K * na; i++) X[i] = rndf() * (i % 7 == 0 ? 10.0f : 1.0f);
+                    for (int64_t r = 0; r < na; r++) {
+                        t->gemm_prep(X + r * K, A + (size_t)r * as, K);
+                        at->from_float(X + r * K, Q + (size_t)r * qb, K);
+                    }
+                    t->gemm(K, nw, W, ws, na, A, as, Y, nw);
+                    for (int64_t r = 0; r < na; r++)
+                        for (int64_t o = 0; o < nw; o++) {
+                            float ref;
+                            t->vec_dot_ref(K, &ref, W + (size_t)o * ws, Q + (size_t)r * qb);
+                            n_checks++;
+                            if (memcmp(&ref, &Y[r * nw + o], 4) != 0 && n_bad++ < 5)
+                                fprintf(stderr, "  %s K=%lld nw=%lld na=%lld raw=%d out (%lld,%lld): ref %.9g gemm %.9g\n",
+                                        t->name, (long long)K, (long long)nw, (long long)na, raw, (long long)r,
+                                        (long long)o, ref, Y[r * nw + o]);
+                        }
+                    free(W);
+                    free(A);
+                    free(Q);
+                    free(X);
+                    free(Y);
+                }
+    }
+}
+
+/* tokd_matmul (any path) against vec_dot_ref, 1 and 2 threads, several batch sizes. */
+static void check_matmul(uint32_t id) {
+    const tokd_type_traits *t = tokd_type_get(id), *at = tokd_type_get(t->vec_dot_type);
+    const int64_t K = 512 + 64, n_out = 77;
+    size_t rb = tokd_row_bytes(t, K), qb = tokd_row_bytes(at, K);
+    uint8_t *W = malloc(rb * (size_t)n_out);
+    fill_weights(t, W, K, n_out, 0);
+    tokd_matrix M = {.data = W, .tt = t, .K = K, .n_out = n_out, .row_bytes = rb};
+    for (int threads = 1; threads <= 2; threads++) {
+        tokd_pool *pool = tokd_pool_new(threads);
+        static const int64_t NR[] = {1, 3, 4, 7, 64};
+        for (size_t ni = 0; ni < 5; ni++) {
+            int64_t nr = NR[ni];
+            float *X = malloc(sizeof(float) * (size_t)(K * nr)), *Y = malloc(sizeof(float) * (size_t)(n_out * nr));
+            uint8_t *Q = malloc(qb);
+            void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, nr) + 64);
+            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            tokd_matmul(pool, &M, X, K, nr, Y, n_out, scratch);
+            int64_t bad = 0;
+            for (int64_t r = 0; r < nr; r++) {
+                at->from_float(X + r * K, Q, K);
+                for (int64_t o = 0; o < n_out; o++) {
+                    float ref;
+                    t->vec_dot_ref(K, &ref, W + (size_t)o * rb, Q);
+                    bad += memcmp(&ref, &Y[r * n_out + o], 4) != 0;
+                }
+            }
+            CHECK(bad == 0, "%s matmul %d threads, %lld rows: %lld outputs differ from vec_dot_ref", t->name, threads,
+                  (long long)nr, (long long)bad);
+            free(X);
+            free(Y);
+            free(Q);
+            free(scratch);
+        }
+        tokd_pool_free(pool);
+    }
+    free(W);
+}
+
+int main(void) {
+    tokd_kernels_init();
+    printf("kernels: %s\n", tokd_kernels_path());
+    check_type(GGML_TYPE_Q4_0);
+    check_type(GGML_TYPE_Q8_0);
+    CHECK(n_bad == 0, "%lld of %lld gemm outputs differ from vec_dot_ref", (long long)n_bad, (long long)n_checks);
+    printf("gemm outputs compared: %lld\n", (long long)n_checks);
+    static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_F32};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(types[i]);
+    T_DONE();
+}
