@@ -58,12 +58,12 @@ static void check_type(uint32_t id) {
     }
     static const int64_t Ks[] = {32, 96, 256, 288, 512, 2048, 2048 + 224, 5632};
     static const int64_t NW[] = {1, 3, 17};
-    static const int64_t NA[] = {1, 2, 3, 4, 5, 9};
+    static const int64_t NA[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17};
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
         int64_t K = Ks[ki];
         for (int raw = 0; raw < 2; raw++)
             for (size_t wi = 0; wi < 3; wi++)
-                for (size_t ai = 0; ai < 6; ai++) {
+                for (size_t ai = 0; ai < 10; ai++) {
                     int64_t nw = NW[wi], na = NA[ai];
                     size_t rb = tokd_row_bytes(t, K), ws = rb + (wi == 1 ? t->bytes : 0);
                     size_t as = (t->gemm_act_bytes(K) + 63 + (ai & 1) * 64) & ~(size_t)63;

@@ -27,6 +27,8 @@
 #define TG __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
 
 #define GROUP_BYTES 320
+#define RB 8 /* activation rows per weight unpack */
+#define UNROLL _Pragma("GCC unroll 8")
 
 size_t tokd_gemm_q8x_act_bytes(int64_t K) {
     int64_t nb = K / TOKD_QK;
@@ -141,73 +143,78 @@ TG static inline void w_q8_0(const uint8_t *x, __m512i z[4], __m256 *dx, __m256i
     *dx = _mm256_cvtph_ps(_mm512_castsi512_si128(d));
 }
 
-/* One weight row against NR prepared activation rows. Q4 != 0: Q4_0 (weights are the
- * unsigned operand, aux holds 8*sum(a)); else Q8_0 (activations unsigned). */
+/* NW (1 or 2) weight rows against NR prepared activation rows: each activation vector
+ * is loaded once for both weight rows. Q4 != 0: Q4_0 (weights are the unsigned operand,
+ * aux holds 8*sum(a)); else Q8_0 (activations unsigned, corr = 128*sum(w)). */
 #define GEMM_ROWS(NAME, XT, WFN, Q4, TERM)                                                               \
-    TG static inline __attribute__((always_inline)) void NAME(int64_t K, const uint8_t *w, int nr,      \
-                                                               const uint8_t *act, size_t as, float *y,    \
+    TG static inline __attribute__((always_inline)) void NAME(int64_t K, const uint8_t *w, size_t ws, int nwr, \
+                                                               int nr, const uint8_t *act, size_t as, float *y, \
                                                                int64_t ldy) {                              \
         const int64_t nb = K / TOKD_QK, ng = nb / 8;                                                       \
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
+        __m256 acc[2][RB];                                                                                 \
+        UNROLL for (int q = 0; q < nwr; q++)                                                                      \
+            UNROLL for (int r = 0; r < nr; r++) acc[q][r] = _mm256_setzero_ps();                                  \
         for (int64_t g = 0; g < ng; g++) {                                                                 \
-            __m512i z[4];                                                                                  \
-            __m256 dx;                                                                                     \
-            __m256i corr;                                                                                  \
-            WFN(w + g * 8 * sizeof(XT), z, &dx, &corr);                                                    \
-            for (int r = 0; r < nr; r++) {                                                                 \
+            __m512i z[2][4];                                                                               \
+            __m256 dx[2];                                                                                  \
+            __m256i corr[2];                                                                               \
+            UNROLL for (int q = 0; q < nwr; q++) WFN(w + (size_t)q * ws + g * 8 * sizeof(XT), z[q], &dx[q], &corr[q]); \
+            UNROLL for (int r = 0; r < nr; r++) {                                                                 \
                 const uint8_t *a = act + (size_t)r * as + g * GROUP_BYTES;                                 \
-                __m512i s = _mm512_setzero_si512();                                                        \
-                if (Q4) {                                                                                  \
-                    s = _mm512_dpbusd_epi32(s, z[0], _mm512_loadu_si512(a));                               \
-                    s = _mm512_dpbusd_epi32(s, z[1], _mm512_loadu_si512(a + 64));                          \
-                    s = _mm512_dpbusd_epi32(s, z[2], _mm512_loadu_si512(a + 128));                         \
-                    s = _mm512_dpbusd_epi32(s, z[3], _mm512_loadu_si512(a + 192));                         \
-                } else {                                                                                   \
-                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a), z[0]);                               \
-                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 64), z[1]);                          \
-                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 128), z[2]);                         \
-                    s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(a + 192), z[3]);                         \
+                __m512i av[4];                                                                             \
+                UNROLL for (int m = 0; m < 4; m++) av[m] = _mm512_loadu_si512(a + 64 * m);                       \
+                __m256 dy = _mm256_loadu_ps((const float *)(a + 256));                                     \
+                UNROLL for (int q = 0; q < nwr; q++) {                                                            \
+                    __m512i s = _mm512_setzero_si512();                                                    \
+                    UNROLL for (int m = 0; m < 4; m++)                                                            \
+                        s = Q4 ? _mm512_dpbusd_epi32(s, z[q][m], av[m]) : _mm512_dpbusd_epi32(s, av[m], z[q][m]); \
+                    __m256i P = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1)); \
+                    P = _mm256_sub_epi32(P, Q4 ? _mm256_loadu_si256((const __m256i *)(a + 288)) : corr[q]); \
+                    __m256 dd = _mm256_mul_ps(dx[q], dy);                                                  \
+                    acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));        \
                 }                                                                                          \
-                __m256i P = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));  \
-                P = _mm256_sub_epi32(P, Q4 ? _mm256_loadu_si256((const __m256i *)(a + 288)) : corr);      \
-                __m256 dd = _mm256_mul_ps(dx, _mm256_loadu_ps((const float *)(a + 256)));                  \
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));                  \
             }                                                                                              \
         }                                                                                                  \
-        for (int r = 0; r < nr; r++) {                                                                     \
-            const tokd_block_q8_0 *yt = (const tokd_block_q8_0 *)(act + (size_t)r * as + ng * GROUP_BYTES); \
-            const XT *x = (const XT *)w;                                                                   \
-            float s[8];                                                                                    \
-            _mm256_storeu_ps(s, acc[r]);                                                                   \
-            for (int64_t t = ng * 8; t < nb; t++) s[t & 7] += TERM(x + t, yt + (t - ng * 8));             \
-            y[r * ldy] = tokd_reduce8(s);                                                                  \
-        }                                                                                                  \
+        UNROLL for (int q = 0; q < nwr; q++)                                                                      \
+            UNROLL for (int r = 0; r < nr; r++) {                                                                 \
+                const tokd_block_q8_0 *yt = (const tokd_block_q8_0 *)(act + (size_t)r * as + ng * GROUP_BYTES); \
+                const XT *x = (const XT *)(w + (size_t)q * ws);                                            \
+                float s[8];                                                                                \
+                _mm256_storeu_ps(s, acc[q][r]);                                                            \
+                for (int64_t t = ng * 8; t < nb; t++) s[t & 7] += TERM(x + t, yt + (t - ng * 8));         \
+                y[r * ldy + q] = tokd_reduce8(s);                                                          \
+            }                                                                                              \
     }
 GEMM_ROWS(rows_q4_0, tokd_block_q4_0, w_q4_0, 1, tokd_q4_0_term)
 GEMM_ROWS(rows_q8_0, tokd_block_q8_0, w_q8_0, 0, tokd_q8_0_term)
 
-/* Activation rows in blocks of four (the weight group is unpacked once per block of
+/* Activation rows in blocks of RB (the weight group is unpacked once per block of
  * rows), each block against all nw weight rows, which stay in cache meanwhile. */
+#define GEMM_CASE(ROWS, N)                                                                                 \
+    case N: {                                                                                              \
+        int64_t o = 0;                                                                                     \
+        for (; o + 2 <= nw; o += 2) ROWS(K, W + (size_t)o * ws, ws, 2, N, a, as, yr + o, ldy);             \
+        if (o < nw) ROWS(K, W + (size_t)o * ws, ws, 1, N, a, as, yr + o, ldy);                             \
+        break;                                                                                             \
+    }
 #define GEMM(NAME, ROWS)                                                                                   \
     TG void NAME(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,  \
                  float *y, int64_t ldy) {                                                                  \
         const uint8_t *W = w, *A = act;                                                                    \
-        for (int64_t r = 0; r < na; r += 4) {                                                              \
-            int nr = na - r < 4 ? (int)(na - r) : 4;                                                       \
+        for (int64_t r = 0; r < na; r += RB) {                                                             \
+            int nr = na - r < RB ? (int)(na - r) : RB;                                                     \
             const uint8_t *a = A + (size_t)r * as;                                                         \
             float *yr = y + r * ldy;                                                                       \
             switch (nr) {                                                                                  \
-            case 4:                                                                                        \
-                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 4, a, as, yr + o, ldy);       \
-                break;                                                                                     \
-            case 3:                                                                                        \
-                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 3, a, as, yr + o, ldy);       \
-                break;                                                                                     \
-            case 2:                                                                                        \
-                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 2, a, as, yr + o, ldy);       \
-                break;                                                                                     \
+                GEMM_CASE(ROWS, 8)                                                                         \
+                GEMM_CASE(ROWS, 7)                                                                         \
+                GEMM_CASE(ROWS, 6)                                                                         \
+                GEMM_CASE(ROWS, 5)                                                                         \
+                GEMM_CASE(ROWS, 4)                                                                         \
+                GEMM_CASE(ROWS, 3)                                                                         \
+                GEMM_CASE(ROWS, 2)                                                                         \
             default:                                                                                       \
-                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, 1, a, as, yr + o, ldy);       \
+                for (int64_t o = 0; o < nw; o++) ROWS(K, W + (size_t)o * ws, ws, 1, 1, a, as, yr + o, ldy); \
                 break;                                                                                     \
             }                                                                                              \
         }                                                                                                  \
