@@ -218,6 +218,17 @@ static void test_bad_options(void) {
  * one-line failure (or, for a corruption that leaves a valid file, a normal run) — never
  * a crash, a hang or a silent failure. test_model_badinput.c covers the same in-process
  * for a larger model. */
+/* Under AddressSanitizer each process costs ~20x more; there the CLI test samples every
+ * 8th length and 250 corruptions, while test_model_badinput.c still runs every length and
+ * 1,000 corruptions through the same loader in-process, under the sanitizers. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TRUNC_STRIDE 8
+#define N_CORRUPT 250
+#else
+#define TRUNC_STRIDE 1
+#define N_CORRUPT 1000
+#endif
+
 static void test_bad_files(void) {
     uint64_t size;
     uint8_t *buf = tiny_model_build_minivocab(&size);
@@ -240,10 +251,10 @@ static void test_bad_files(void) {
     }
     gguf_close(f);
     int ok = 0, total = 0;
-    for (uint64_t L = 0; L < data_end; L++) {
+    for (uint64_t L = 0; L < data_end; L += TRUNC_STRIDE) {
         tiny_write_file(path, buf, L);
         run(info, &a);
-        bool also_run = L % 4 == 0;
+        bool also_run = L % (4 * TRUNC_STRIDE) == 0;
         if (also_run) run(runv, &b);
         int good = clean_failure(&a) && (!also_run || clean_failure(&b));
         if (!good && total - ok < 5)
@@ -254,12 +265,12 @@ static void test_bad_files(void) {
         proc_free(&a);
         if (also_run) proc_free(&b);
     }
-    CHECK(ok == total && total > 1000, "every truncation (%d lengths): %d fail cleanly", total, ok);
+    CHECK(ok == total && total * TRUNC_STRIDE > 1000, "truncations (%d lengths, stride %d): %d fail cleanly", total, TRUNC_STRIDE, ok);
     uint8_t *mut = malloc(size);
     uint64_t seed = 99;
     int clean = 0, ran = 0;
     ok = total = 0;
-    for (int k = 0; k < 1000; k++) {
+    for (int k = 0; k < N_CORRUPT; k++) {
         memcpy(mut, buf, size);
         int flips = 1 + k % 3;
         for (int j = 0; j < flips; j++) {
@@ -282,9 +293,9 @@ static void test_bad_files(void) {
         proc_free(&a);
         if (also_run) proc_free(&b);
     }
-    printf("1000 corruptions through the CLI: %d rejected cleanly, %d still valid and ran\n", clean, ran);
+    printf("%d corruptions through the CLI: %d rejected cleanly, %d still valid and ran\n", N_CORRUPT, clean, ran);
     CHECK(ok == total, "corrupted files: %d of %d fail cleanly or run", ok, total);
-    CHECK(clean > 300, "most corruptions are detected (%d)", clean);
+    CHECK(clean > N_CORRUPT / 2, "most corruptions are detected (%d)", clean);
     /* wrong magic, wrong version, absurd dimensions */
     memcpy(mut, buf, size);
     memcpy(mut, "GGML", 4);
