@@ -10,8 +10,11 @@
  * cache in position order (scores, then a full softmax, then the weighted sum of V, as
  * llama.cpp computes it over its F16 cache); threads split independent outputs.
  * So a sequence gets the same bits alone, chunked, or beside others. */
+#include <immintrin.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kvcache.h"
 #include "model.h"
@@ -198,6 +201,48 @@ typedef struct {
 /* Round to the nearest F16 value (ties to even), kept in a float. */
 static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
 
+/* dst[i] = f16_round(src[i] * mul) for i < n. The F16C conversions round to nearest
+ * even exactly as tokd_f32_to_f16 does (IEEE), so both paths give the same bits. */
+#define TOKD_T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+TOKD_T512 static void f16_round_n_512(float *dst, const float *src, float mul, int32_t n) {
+    const __m512 vm = _mm512_set1_ps(mul);
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(src + i), vm), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+    }
+    for (; i < n; i++) dst[i] = f16_round(src[i] * mul);
+}
+/* Follows the kernels' path (TOKD_KERNELS=avx2 or scalar turns it off, for tests). */
+static bool use_512(void) {
+    const tokd_cpu_features *f = tokd_cpu();
+    return f->avx512f && f->avx512vl && f->f16c && f->avx2 && strcmp(tokd_kernels_path(), "avx512") == 0;
+}
+static void f16_round_n(float *dst, const float *src, float mul, int32_t n) {
+    if (use_512()) {
+        f16_round_n_512(dst, src, mul, n);
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) dst[i] = f16_round(src[i] * mul);
+}
+
+/* acc[0..16*NV) += p[t] * v_t for t < cnt (v_t = vb + t*stride), in t order: the same
+ * multiply-then-add per element as vec_axpy, with acc held in registers. */
+#define PV_512(NV)                                                                                     \
+    TOKD_T512 static void pv_##NV(float *acc, const float *p, const float *vb, size_t stride, int32_t cnt) { \
+        __m512 a[NV];                                                                                  \
+        for (int k = 0; k < NV; k++) a[k] = _mm512_loadu_ps(acc + 16 * k);                             \
+        for (int32_t t = 0; t < cnt; t++) {                                                            \
+            __m512 pv = _mm512_set1_ps(p[t]);                                                          \
+            const float *v = vb + (size_t)t * stride;                                                  \
+            for (int k = 0; k < NV; k++) a[k] = _mm512_add_ps(a[k], _mm512_mul_ps(pv, _mm512_loadu_ps(v + 16 * k))); \
+        }                                                                                              \
+        for (int k = 0; k < NV; k++) _mm512_storeu_ps(acc + 16 * k, a[k]);                             \
+    }
+PV_512(2)
+PV_512(4)
+PV_512(8)
+
 /* One (entry, head) per task, as llama.cpp's CPU graph computes attention over its F16
  * KV cache (without flash attention): q rounded to F16; scores q.k * scale for every
  * position (K already F16 in the cache, so the products are exact in F32); a full
@@ -216,16 +261,15 @@ static void attention_task(void *arg, int ith, int nth) {
     float acc[4096], qh[4096];
     /* q.k with the F32 row's dot product: SIMD, reduction order fixed by head_dim */
     const tokd_vec_dot_fn dot_f32 = tokd_type_get(GGML_TYPE_F32)->vec_dot;
+    const bool fast = use_512() && bs <= 4096;
     for (int64_t task = ith; task < (int64_t)j->n * hp->n_head; task += nth) {
         int32_t ei = (int32_t)(task / hp->n_head), h = (int32_t)(task % hp->n_head);
         const tokd_batch_entry *e = &j->e[ei];
         const tokd_seq_table *s = &c->seqs[e->seq];
         const float *q = c->q + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
         const int32_t kvh = h / group;
-        for (int32_t d = 0; d < hd; d++) {
-            qh[d] = f16_round(q[d]);
-            acc[d] = 0.0f;
-        }
+        f16_round_n(qh, q, 1.0f, hd);
+        for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
         float m = -INFINITY;
         for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
             int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
@@ -246,11 +290,76 @@ static void attention_task(void *arg, int ith, int nth) {
         for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
             int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
             const float *vb = tokd_kv_v_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
-            for (int32_t t = 0; t < cnt; t++) vec_axpy(acc, f16_round(scores[t0 + t] * inv), vb + (size_t)t * kv_dim, hd);
+            float p[4096];
+            f16_round_n(p, scores + t0, inv, cnt);
+            if (fast && hd == 32)
+                pv_2(acc, p, vb, (size_t)kv_dim, cnt);
+            else if (fast && hd == 64)
+                pv_4(acc, p, vb, (size_t)kv_dim, cnt);
+            else if (fast && hd == 128)
+                pv_8(acc, p, vb, (size_t)kv_dim, cnt);
+            else
+                for (int32_t t = 0; t < cnt; t++) vec_axpy(acc, p[t], vb + (size_t)t * kv_dim, hd);
         }
         float *out = c->att + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
         for (int32_t d = 0; d < hd; d++) out[d] = acc[d];
     }
+}
+
+/* ---- element-wise stages across the pool ------------------------------------------
+ * Each output element (or each row, for RMSNorm, whose reduction is within the row)
+ * is computed whole by one thread from its own inputs, so the split changes nothing. */
+typedef struct {
+    int kind; /* 0: SwiGLU g = silu(g) * u; 1: x += y; 2: RMSNorm rows */
+    float *a;
+    const float *b, *w;
+    int64_t n; /* elements (kinds 0, 1) or rows (kind 2) */
+    int32_t E;
+    float eps;
+} ew_job;
+
+static void ew_range(ew_job *j, int64_t i0, int64_t i1) {
+    switch (j->kind) {
+    case 0:
+        for (int64_t i = i0; i < i1; i++) {
+            float g = j->a[i];
+            j->a[i] = g / (1.0f + expf(-g)) * j->b[i];
+        }
+        break;
+    case 1:
+        for (int64_t i = i0; i < i1; i++) j->a[i] += j->b[i];
+        break;
+    default:
+        for (int64_t r = i0; r < i1; r++) rmsnorm(j->a + r * j->E, j->b + r * j->E, j->w, j->E, j->eps);
+        break;
+    }
+}
+static void ew_task(void *arg, int ith, int nth) {
+    ew_job *j = arg;
+    int64_t per = (j->n + nth - 1) / nth;
+    if (j->kind != 2) per = (per + 15) & ~(int64_t)15;
+    int64_t i0 = per * ith, i1 = i0 + per < j->n ? i0 + per : j->n;
+    if (i0 < i1) ew_range(j, i0, i1);
+}
+/* Work below this many element-operations runs on the caller: a region costs ~1 us. */
+#define EW_MIN_PARALLEL 4096
+static void ew_run(tokd_pool *pool, ew_job *j, int64_t cost) {
+    if (cost < EW_MIN_PARALLEL || tokd_pool_size(pool) == 1)
+        ew_range(j, 0, j->n);
+    else
+        tokd_pool_run(pool, ew_task, j);
+}
+static void swiglu(tokd_pool *pool, float *g, const float *u, int64_t n) {
+    ew_job j = {.kind = 0, .a = g, .b = u, .n = n};
+    ew_run(pool, &j, n * 8); /* expf dominates */
+}
+static void add_into(tokd_pool *pool, float *x, const float *y, int64_t n) {
+    ew_job j = {.kind = 1, .a = x, .b = y, .n = n};
+    ew_run(pool, &j, n / 4);
+}
+static void rmsnorm_rows(tokd_pool *pool, float *y, const float *x, const float *w, int32_t rows, int32_t E, float eps) {
+    ew_job j = {.kind = 2, .a = y, .b = x, .w = w, .n = rows, .E = E, .eps = eps};
+    ew_run(pool, &j, rows > 1 ? (int64_t)rows * E : 0);
 }
 
 /* ---- the forward pass ------------------------------------------------------------ */
@@ -297,7 +406,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const tokd_layer *L = &m->layers[l];
-        for (int32_t i = 0; i < n; i++) rmsnorm(c->xb + (size_t)i * E, c->x + (size_t)i * E, L->attn_norm, E, hp->norm_eps);
+        rmsnorm_rows(pool, c->xb, c->x, L->attn_norm, n, E, hp->norm_eps);
         tokd_matmul(pool, &L->wq, c->xb, E, n, c->q, qd, c->act);
         tokd_matmul(pool, &L->wk, c->xb, E, n, c->k, kvd, c->act);
         tokd_matmul(pool, &L->wv, c->xb, E, n, c->v, kvd, c->act);
@@ -313,25 +422,20 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
             float *kc = tokd_kv_k_at(&c->kv, block, l) + (size_t)slot * kvd;
             float *vc = tokd_kv_v_at(&c->kv, block, l) + (size_t)slot * kvd;
-            for (int32_t d = 0; d < kvd; d++) {
-                kc[d] = f16_round(k[d]);
-                vc[d] = f16_round(v[d]);
-            }
+            f16_round_n(kc, k, 1.0f, kvd);
+            f16_round_n(vc, v, 1.0f, kvd);
         }
         attn_job aj = {c, e, n, l};
         tokd_pool_run(pool, attention_task, &aj);
         tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
-        for (int64_t i = 0; i < (int64_t)n * E; i++) c->x[i] += c->xb[i];
+        add_into(pool, c->x, c->xb, (int64_t)n * E);
 
-        for (int32_t i = 0; i < n; i++) rmsnorm(c->xb + (size_t)i * E, c->x + (size_t)i * E, L->ffn_norm, E, hp->norm_eps);
+        rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
         tokd_matmul(pool, &L->w_gate, c->xb, E, n, c->hg, F, c->act);
         tokd_matmul(pool, &L->w_up, c->xb, E, n, c->hu, F, c->act);
-        for (int64_t i = 0; i < (int64_t)n * F; i++) {
-            float g = c->hg[i];
-            c->hg[i] = g / (1.0f + expf(-g)) * c->hu[i];
-        }
+        swiglu(pool, c->hg, c->hu, (int64_t)n * F);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
-        for (int64_t i = 0; i < (int64_t)n * E; i++) c->x[i] += c->xb[i];
+        add_into(pool, c->x, c->xb, (int64_t)n * E);
     }
 
     for (int32_t i = 0; i < n; i++) c->seqs[e[i].seq].len++;
