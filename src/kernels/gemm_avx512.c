@@ -29,6 +29,10 @@
 #define GROUP_BYTES 320
 #define RB 8 /* activation rows per weight unpack */
 #define UNROLL _Pragma("GCC unroll 8")
+/* Software prefetch distance for decode. The model is mmapped in 4 KB pages and the
+ * hardware prefetchers stop at page boundaries; prefetch instructions never fault, so
+ * running past the end of the matrix is harmless. */
+#define PF_DIST 4096
 
 size_t tokd_gemm_q8x_act_bytes(int64_t K) {
     int64_t nb = K / TOKD_QK;
