@@ -407,9 +407,12 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const tokd_layer *L = &m->layers[l];
         rmsnorm_rows(pool, c->xb, c->x, L->attn_norm, n, E, hp->norm_eps);
-        tokd_matmul(pool, &L->wq, c->xb, E, n, c->q, qd, c->act);
-        tokd_matmul(pool, &L->wk, c->xb, E, n, c->k, kvd, c->act);
-        tokd_matmul(pool, &L->wv, c->xb, E, n, c->v, kvd, c->act);
+        {
+            const tokd_matrix *W3[3] = {&L->wq, &L->wk, &L->wv};
+            float *Y3[3] = {c->q, c->k, c->v};
+            const int64_t ld3[3] = {qd, kvd, kvd};
+            tokd_matmul_n(pool, 3, W3, c->xb, E, n, Y3, ld3, c->act);
+        }
         for (int32_t i = 0; i < n; i++) {
             float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
             if (L->bq) for (int32_t d = 0; d < qd; d++) q[d] += L->bq[d];
@@ -431,8 +434,12 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         add_into(pool, c->x, c->xb, (int64_t)n * E);
 
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
-        tokd_matmul(pool, &L->w_gate, c->xb, E, n, c->hg, F, c->act);
-        tokd_matmul(pool, &L->w_up, c->xb, E, n, c->hu, F, c->act);
+        {
+            const tokd_matrix *W2[2] = {&L->w_gate, &L->w_up};
+            float *Y2[2] = {c->hg, c->hu};
+            const int64_t ld2[2] = {F, F};
+            tokd_matmul_n(pool, 2, W2, c->xb, E, n, Y2, ld2, c->act);
+        }
         swiglu(pool, c->hg, c->hu, (int64_t)n * F);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
         add_into(pool, c->x, c->xb, (int64_t)n * E);

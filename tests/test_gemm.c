@@ -136,6 +136,55 @@ static void check_matmul(uint32_t id) {
     free(W);
 }
 
+/* tokd_matmul_n: shared activation rows (Q4_K + Q6_K share Q8_K; Q4_0 + Q4_0 share the
+ * prepared layout) and the fallback (Q4_0 with Q8_0 below gemm_min_rows, mixed with
+ * Q4_K) give the bits of separate tokd_matmul calls. */
+static void check_matmul_n(void) {
+    static const uint32_t sets[][3] = {{GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K},
+                                       {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_0},
+                                       {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}};
+    static const int64_t n_outs[3] = {40, 16, 33};
+    const int64_t K = 512;
+    tokd_pool *pool = tokd_pool_new(2);
+    for (size_t si = 0; si < 3; si++)
+        for (int64_t nr = 1; nr <= 9; nr += 4) {
+            tokd_matrix M[3];
+            const tokd_matrix *Mp[3];
+            float *Ya[3], *Yb[3];
+            int64_t ld[3];
+            size_t scratch_bytes = 64;
+            for (int m = 0; m < 3; m++) {
+                const tokd_type_traits *t = tokd_type_get(sets[si][m]);
+                size_t rb = tokd_row_bytes(t, K);
+                uint8_t *W = malloc(rb * (size_t)n_outs[m]);
+                fill_weights(t, W, K, n_outs[m], 0);
+                M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n_outs[m], .row_bytes = rb};
+                Mp[m] = &M[m];
+                ld[m] = n_outs[m] + m;
+                Ya[m] = calloc((size_t)(ld[m] * nr), sizeof(float));
+                Yb[m] = calloc((size_t)(ld[m] * nr), sizeof(float));
+                size_t sb = tokd_matmul_scratch_bytes(t, K, nr);
+                if (sb > scratch_bytes) scratch_bytes = sb;
+            }
+            float *X = malloc(sizeof(float) * (size_t)(K * nr));
+            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            void *scratch = tokd_aligned_alloc(scratch_bytes);
+            tokd_matmul_n(pool, 3, Mp, X, K, nr, Ya, ld, scratch);
+            for (int m = 0; m < 3; m++) tokd_matmul(pool, &M[m], X, K, nr, Yb[m], ld[m], scratch);
+            int same = 1;
+            for (int m = 0; m < 3; m++) same &= memcmp(Ya[m], Yb[m], sizeof(float) * (size_t)(ld[m] * nr)) == 0;
+            CHECK(same, "matmul_n set %zu, %lld rows: differs from separate matmuls", si, (long long)nr);
+            for (int m = 0; m < 3; m++) {
+                free((void *)M[m].data);
+                free(Ya[m]);
+                free(Yb[m]);
+            }
+            free(X);
+            free(scratch);
+        }
+    tokd_pool_free(pool);
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
@@ -145,5 +194,6 @@ int main(void) {
     printf("gemm outputs compared: %lld\n", (long long)n_checks);
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_F32};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(types[i]);
+    check_matmul_n();
     T_DONE();
 }

@@ -34,13 +34,21 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
     return row * (size_t)n_rows;
 }
 
+#define MAX_MATS 4
+
 typedef struct {
-    const tokd_matrix *W;
+    const tokd_matrix *W; /* the first matrix (all share K and activation format) */
     const uint8_t *act;  /* activation rows in vec_dot format */
     size_t act_stride;   /* bytes between activation rows */
     int64_t n_rows;
     float *Y;
     int64_t ldy;
+    /* several matrices over the same activation rows: chunks are numbered across them */
+    int n_mats;
+    const tokd_matrix *Ws[MAX_MATS];
+    float *Ys[MAX_MATS];
+    int64_t ldys[MAX_MATS];
+    int64_t chunk0[MAX_MATS + 1]; /* first chunk of each matrix */
     /* conversion stage */
     const float *X;
     int64_t ldx;
@@ -62,20 +70,19 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
 
-/* Weight rows [o0, o1) against every activation row. */
-static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
-    const tokd_matrix *W = j->W;
+/* Weight rows [o0, o1) of W against every activation row, into Y (row stride ldy). */
+static void matmul_chunk(const matmul_job *j, const tokd_matrix *W, float *Y, int64_t ldy, int64_t o0, int64_t o1) {
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
-    const int64_t K = W->K, ldy = j->ldy;
+    const int64_t K = W->K;
     if (j->gemm) {
         tt->gemm(K, o1 - o0, wbase + (size_t)o0 * W->row_bytes, W->row_bytes, j->n_rows, j->act, j->act_stride,
-                 j->Y + o0, ldy);
+                 Y + o0, ldy);
         return;
     }
     if (j->n_rows == 1) {
         tokd_vec_dot_fn dot = tt->vec_dot;
-        for (int64_t o = o0; o < o1; o++) dot(K, &j->Y[o], wbase + (size_t)o * W->row_bytes, j->act);
+        for (int64_t o = o0; o < o1; o++) dot(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
         return;
     }
     int64_t r = 0;
@@ -83,7 +90,7 @@ static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
         tokd_vec_dot4_fn dot4 = tt->vec_dot4;
         for (; r + 4 <= j->n_rows; r += 4) {
             const uint8_t *a = j->act + (size_t)r * j->act_stride;
-            float *y = j->Y + r * ldy;
+            float *y = Y + r * ldy;
             for (int64_t o = o0; o < o1; o++) {
                 float out[4];
                 dot4(K, out, wbase + (size_t)o * W->row_bytes, a, j->act_stride);
@@ -97,7 +104,7 @@ static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
     tokd_vec_dot_fn dot = tt->vec_dot;
     for (; r < j->n_rows; r++) {
         const uint8_t *a = j->act + (size_t)r * j->act_stride;
-        float *y = j->Y + r * ldy;
+        float *y = Y + r * ldy;
         for (int64_t o = o0; o < o1; o++) dot(K, &y[o], wbase + (size_t)o * W->row_bytes, a);
     }
 }
@@ -105,16 +112,32 @@ static void matmul_chunk(const matmul_job *j, int64_t o0, int64_t o1) {
 static void matmul_region(void *arg, int ith, int nth) {
     matmul_job *j = arg;
     for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
-        int64_t o0 = c * j->chunk_rows, o1 = o0 + j->chunk_rows;
-        if (o1 > j->W->n_out) o1 = j->W->n_out;
-        matmul_chunk(j, o0, o1);
+        int m = 0;
+        while (c >= j->chunk0[m + 1]) m++;
+        const tokd_matrix *W = j->Ws[m];
+        int64_t o0 = (c - j->chunk0[m]) * j->chunk_rows, o1 = o0 + j->chunk_rows;
+        if (o1 > W->n_out) o1 = W->n_out;
+        matmul_chunk(j, W, j->Ys[m], j->ldys[m], o0, o1);
     }
     (void)nth;
 }
 
-void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,
-                 int64_t ldy, void *scratch) {
-    matmul_job j = {.W = W, .n_rows = n_rows, .Y = Y, .ldy = ldy, .X = X, .ldx = ldx};
+/* Whether two matrices can share converted activation rows and one region. */
+static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
+    int ga = a->tt->gemm && n_rows >= a->tt->gemm_min_rows, gb = b->tt->gemm && n_rows >= b->tt->gemm_min_rows;
+    if (a->K != b->K || a->tt->vec_dot_type != b->tt->vec_dot_type || ga != gb) return 0;
+    return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
+}
+
+void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
+                   int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch) {
+    for (int m = 1; m < n_mats; m++)
+        if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], n_rows)) {
+            for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
+            return;
+        }
+    const tokd_matrix *W = Ws[0];
+    matmul_job j = {.W = W, .n_rows = n_rows, .Y = Ys[0], .ldy = ldys[0], .X = X, .ldx = ldx, .n_mats = n_mats};
     if (W->tt->vec_dot_type == 0) {
         j.act = (const uint8_t *)X;
         j.act_stride = (size_t)ldx * sizeof(float);
@@ -127,14 +150,28 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
     }
     int nth = tokd_pool_size(pool);
+    int64_t total_out = 0;
+    for (int m = 0; m < n_mats; m++) total_out += Ws[m]->n_out;
     if (n_rows < 4) {
-        /* about four chunks per thread, in multiples of 16 rows */
-        int64_t c = (W->n_out + 4 * nth - 1) / (4 * nth);
+        /* about four chunks per thread over all the matrices, in multiples of 16 rows */
+        int64_t c = (total_out + 4 * nth - 1) / (4 * nth);
         j.chunk_rows = c < 16 ? 16 : (c + 15) & ~(int64_t)15;
     } else {
         j.chunk_rows = TILE;
     }
-    j.n_chunks = (W->n_out + j.chunk_rows - 1) / j.chunk_rows;
+    j.chunk0[0] = 0;
+    for (int m = 0; m < n_mats; m++) {
+        j.Ws[m] = Ws[m];
+        j.Ys[m] = Ys[m];
+        j.ldys[m] = ldys[m];
+        j.chunk0[m + 1] = j.chunk0[m] + (Ws[m]->n_out + j.chunk_rows - 1) / j.chunk_rows;
+    }
+    j.n_chunks = j.chunk0[n_mats];
     atomic_init(&j.next, nth);
     tokd_pool_run(pool, matmul_region, &j);
+}
+
+void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,
+                 int64_t ldy, void *scratch) {
+    tokd_matmul_n(pool, 1, &W, X, ldx, n_rows, &Y, &ldy, scratch);
 }
