@@ -185,9 +185,43 @@ static void check_matmul_n(void) {
     tokd_pool_free(pool);
 }
 
+/* The SIMD activation prep writes the scalar layout byte for byte (zeros, tiny and huge
+ * values, ties of the rounding). */
+static void check_prep(void) {
+    const tokd_type_traits *t4 = tokd_type_get(GGML_TYPE_Q4_0), *t8 = tokd_type_get(GGML_TYPE_Q8_0);
+    if (!t4->gemm) return;
+    static const int64_t Ks[] = {32, 256, 2048 + 96, 5632};
+    int64_t bad = 0;
+    for (size_t ki = 0; ki < 4; ki++) {
+        int64_t K = Ks[ki];
+        size_t bytes = t4->gemm_act_bytes(K);
+        float *x = malloc(sizeof(float) * (size_t)K);
+        uint8_t *a = malloc(bytes), *b = malloc(bytes);
+        for (int style = 0; style < 4; style++) {
+            for (int64_t i = 0; i < K; i++) {
+                float v = rndf();
+                if (style == 1 && i % 64 < 32) v = 0;                        /* all-zero blocks */
+                if (style == 2) v = (float)((int)(v * 254)) * 0.5f;          /* ties of x*127/amax */
+                if (style == 3) v *= (i % 5 == 0) ? 1e30f : 1e-30f;          /* extremes */
+                x[i] = v;
+            }
+            for (int q8w = 0; q8w < 2; q8w++) {
+                (q8w ? t8 : t4)->gemm_prep(x, a, K);
+                tokd_gemm_prep_ref(x, b, K, q8w);
+                bad += memcmp(a, b, bytes) != 0;
+            }
+        }
+        free(x);
+        free(a);
+        free(b);
+    }
+    CHECK(bad == 0, "%lld SIMD activation preps differ from the scalar layout", (long long)bad);
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
+    check_prep();
     check_type(GGML_TYPE_Q4_0);
     check_type(GGML_TYPE_Q8_0);
     CHECK(n_bad == 0, "%lld of %lld gemm outputs differ from vec_dot_ref", (long long)n_bad, (long long)n_checks);

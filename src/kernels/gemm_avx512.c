@@ -39,10 +39,9 @@ size_t tokd_gemm_q8x_act_bytes(int64_t K) {
     return (size_t)(nb / 8) * GROUP_BYTES + (size_t)(nb % 8) * sizeof(tokd_block_q8_0);
 }
 
-/* Quantise as tokd_q8_0_from_float, then lay the groups out as above. */
-static void prep_q8x(const float *x, void *dst, int64_t K, int q8w) {
-    const int64_t nb = K / TOKD_QK, ng = nb / 8;
-    uint8_t *out = dst;
+/* Quantise as tokd_q8_0_from_float, then lay the groups out as above (scalar: the
+ * reference for the SIMD version below, and the path without AVX-512). */
+static void prep_q8x_scalar(const float *x, uint8_t *out, int64_t ng, int q8w) {
     tokd_block_q8_0 blk[8];
     for (int64_t g = 0; g < ng; g++) {
         tokd_q8_0_from_float(x + g * 256, blk, 256);
@@ -62,10 +61,63 @@ static void prep_q8x(const float *x, void *dst, int64_t K, int q8w) {
             aux[k] = q8w ? 0 : 8 * s;
         }
     }
+}
+
+/* The same with AVX-512: per block amax (max is exact in any order), q =
+ * cvtps_epi32(x * (127/amax)) under the default round-to-nearest-even, clamped to
+ * +-127 — exactly tokd_q8_0_from_float's round_even for these magnitudes — and d =
+ * amax/127 through the same fp16 conversion. NaN inputs take the scalar path. */
+TG static int prep_q8x_512(const float *x, uint8_t *out, int64_t ng, int q8w) {
+    const __m512i lim = _mm512_set1_epi32(127), nlim = _mm512_set1_epi32(-127);
+    for (int64_t g = 0; g < ng; g++) {
+        const float *xg = x + g * 256;
+        uint8_t *qs = out + g * GROUP_BYTES;
+        float *dy = (float *)(qs + 256);
+        int32_t *aux = (int32_t *)(qs + 288);
+        __m512i T[4];
+        for (int k = 0; k < 8; k++) {
+            __m512 a = _mm512_loadu_ps(xg + 32 * k), b = _mm512_loadu_ps(xg + 32 * k + 16);
+            if (_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q)) return 0;
+            float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+            float id = amax != 0 ? 127.f / amax : 0.0f;
+            dy[k] = tokd_f16_to_f32(tokd_f32_to_f16(amax / 127.f));
+            __m512 vid = _mm512_set1_ps(id);
+            __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, vid)), qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, vid));
+            qa = _mm512_max_epi32(_mm512_min_epi32(qa, lim), nlim);
+            qb = _mm512_max_epi32(_mm512_min_epi32(qb, lim), nlim);
+            aux[k] = q8w ? 0 : 8 * _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+            __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(qa)), _mm512_cvtepi32_epi8(qb), 1);
+            if (k & 1) T[k / 2] = _mm512_inserti64x4(T[k / 2], q, 1);
+            else T[k / 2] = _mm512_castsi256_si512(q);
+        }
+        /* dword l of vector m = dword 8*(l%8) + 2m + l/8 of the 64 dwords of T */
+        for (int m = 0; m < 4; m++) {
+            __m512i idx = _mm512_set_epi32(24 + 2 * m + 1, 16 + 2 * m + 1, 8 + 2 * m + 1, 2 * m + 1, 24 + 2 * m + 1,
+                                           16 + 2 * m + 1, 8 + 2 * m + 1, 2 * m + 1, 24 + 2 * m, 16 + 2 * m, 8 + 2 * m,
+                                           2 * m, 24 + 2 * m, 16 + 2 * m, 8 + 2 * m, 2 * m);
+            __m512i lo = _mm512_permutex2var_epi32(T[0], idx, T[1]), hi = _mm512_permutex2var_epi32(T[2], idx, T[3]);
+            __m512i z = _mm512_mask_blend_epi32(0xF0F0, lo, hi);
+            if (q8w) z = _mm512_xor_si512(z, _mm512_set1_epi8((char)0x80));
+            _mm512_storeu_si512(qs + 64 * m, z);
+        }
+    }
+    return 1;
+}
+
+static void prep_q8x(const float *x, void *dst, int64_t K, int q8w) {
+    const int64_t nb = K / TOKD_QK, ng = nb / 8;
+    uint8_t *out = dst;
+    if (!prep_q8x_512(x, out, ng, q8w)) prep_q8x_scalar(x, out, ng, q8w);
     if (nb % 8) tokd_q8_0_from_float(x + ng * 256, out + ng * GROUP_BYTES, (nb % 8) * TOKD_QK);
 }
 void tokd_gemm_q4_0_prep(const float *x, void *dst, int64_t K) { prep_q8x(x, dst, K, 0); }
 void tokd_gemm_q8_0_prep(const float *x, void *dst, int64_t K) { prep_q8x(x, dst, K, 1); }
+/* For tests: the scalar layout writer. */
+void tokd_gemm_prep_ref(const float *x, void *dst, int64_t K, int q8w) {
+    const int64_t nb = K / TOKD_QK, ng = nb / 8;
+    prep_q8x_scalar(x, dst, ng, q8w);
+    if (nb % 8) tokd_q8_0_from_float(x + ng * 256, (uint8_t *)dst + ng * GROUP_BYTES, (nb % 8) * TOKD_QK);
+}
 
 /* Byte-gather indices, a function of the block sizes only (built by tokd_gemm_init). */
 typedef struct {

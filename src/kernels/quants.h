@@ -221,6 +221,7 @@ void tokd_gemm_init(void);
 size_t tokd_gemm_q8x_act_bytes(int64_t K);
 void tokd_gemm_q4_0_prep(const float *x, void *dst, int64_t K);
 void tokd_gemm_q8_0_prep(const float *x, void *dst, int64_t K);
+void tokd_gemm_prep_ref(const float *x, void *dst, int64_t K, int q8w); /* scalar, for tests */
 void tokd_gemm_q4_0_avx512vbmi(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
                                float *y, int64_t ldy);
 void tokd_gemm_q8_0_avx512vbmi(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
