@@ -243,6 +243,33 @@ PV_512(2)
 PV_512(4)
 PV_512(8)
 
+/* The F32 row dot product (types.h: element i into lane i%32, tokd_reduce32) of k and q
+ * for n a multiple of 32, inline with the reduction tree in registers: the same
+ * operations in the same order as the F32 row's vec_dot, without the call and the
+ * round trip through memory. */
+TOKD_T512 static inline float dot32_512(const float *k, const float *q, int32_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    for (int32_t i = 0; i < n; i += 32) {
+        a0 = _mm512_add_ps(a0, _mm512_mul_ps(_mm512_loadu_ps(k + i), _mm512_loadu_ps(q + i)));
+        a1 = _mm512_add_ps(a1, _mm512_mul_ps(_mm512_loadu_ps(k + i + 16), _mm512_loadu_ps(q + i + 16)));
+    }
+    __m512 r16 = _mm512_add_ps(a0, a1);                                               /* s[l] + s[l+16] */
+    __m256 r8 = _mm256_add_ps(_mm512_castps512_ps256(r16), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r16), 1))); /* + [l+8] */
+    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));  /* a[l] + a[l+4] */
+    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));                                 /* r0+r2, r1+r3 */
+    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
+}
+TOKD_T512 static void scores_512(float *scores, const float *kb, size_t stride, const float *q, int32_t hd,
+                                 int32_t cnt, float scale, float *m) {
+    float mx = *m;
+    for (int32_t t = 0; t < cnt; t++) {
+        float sc = dot32_512(kb + (size_t)t * stride, q, hd) * scale;
+        scores[t] = sc;
+        if (sc > mx) mx = sc;
+    }
+    *m = mx;
+}
+
 /* One (entry, head) per task, as llama.cpp's CPU graph computes attention over its F16
  * KV cache (without flash attention): q rounded to F16; scores q.k * scale for every
  * position (K already F16 in the cache, so the products are exact in F32); a full
@@ -274,6 +301,10 @@ static void attention_task(void *arg, int ith, int nth) {
         for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
             int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
             const float *kb = tokd_kv_k_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
+            if (fast && hd % 32 == 0) {
+                scores_512(scores + t0, kb, (size_t)kv_dim, qh, hd, cnt, scale, &m);
+                continue;
+            }
             for (int32_t t = 0; t < cnt; t++) {
                 float dot;
                 dot_f32(hd, &dot, kb + (size_t)t * kv_dim, qh);
