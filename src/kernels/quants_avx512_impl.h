@@ -424,41 +424,61 @@ TGT void FN4(q8_0)(int64_t n, float out[4], const void *w, const void *act, size
     }
 }
 
+/* Four rows' integer sums at once: [sum v0, sum v1, sum v2, sum v3] (exact int32). */
+TGT static inline __m128i S(hsum4x256)(__m256i a0, __m256i a1, __m256i a2, __m256i a3) {
+    __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+TGT static inline __m256i S(fold512)(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+/* The four rows' float terms, as tokd_k_term2 / tokd_k_term1 lane by lane. */
+TGT static inline __m128 S(dy4)(const uint8_t *a0, size_t stride, int64_t b) {
+    const tokd_block_q8_K *y0 = (const tokd_block_q8_K *)a0 + b, *y1 = (const tokd_block_q8_K *)(a0 + stride) + b;
+    const tokd_block_q8_K *y2 = (const tokd_block_q8_K *)(a0 + 2 * stride) + b, *y3 = (const tokd_block_q8_K *)(a0 + 3 * stride) + b;
+    return _mm_setr_ps(y0->d, y1->d, y2->d, y3->d);
+}
+
 TGT void FN4(q4_K)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
     const tokd_block_q4_K *x = w;
     const uint8_t *a0 = act;
-    float sum[4] = {0, 0, 0, 0};
+    __m128 sum = _mm_setzero_ps();
     for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
         __m128i scm = k4_scales_mins(x[b].scales);
         __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
-        __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        /* mins as int16, each twice: [m0 m0 m1 m1 .. m7 m7], against the 16 bsums */
+        __m128i mn8 = _mm_srli_si128(scm, 8);
+        __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
         __m512i z[4], sv[4];
         S(k4_nibbles)(x[b].qs, z);
 #pragma GCC unroll 4
         for (int p = 0; p < 4; p++) sv[p] = _mm512_permutexvar_epi16(S(pair_idx)(p), scz);
-        float dx = _cvtsh_ss(x[b].d), dmx = _cvtsh_ss(x[b].dmin);
+        __m256i si[4], sm[4];
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const tokd_block_q8_K *y = (const tokd_block_q8_K *)(a0 + (size_t)r * stride) + b;
-            const __m128i *bs = (const __m128i *)y->bsums;
-            __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
-            __m128i mm = _mm_madd_epi16(pairs, mn16);
+            sm[r] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), mn16);
             const int8_t *a = y->qs;
             __m512i acc0 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(a)), sv[0]);
             __m512i acc1 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[1], _mm512_loadu_si512(a + 64)), sv[1]);
             acc0 = DPWSSD(acc0, _mm512_maddubs_epi16(z[2], _mm512_loadu_si512(a + 128)), sv[2]);
             acc1 = DPWSSD(acc1, _mm512_maddubs_epi16(z[3], _mm512_loadu_si512(a + 192)), sv[3]);
-            sum[r] += tokd_k_term2(dx, dmx, y->d, S(hsum512)(_mm512_add_epi32(acc0, acc1)), S(hsum128)(mm));
+            si[r] = S(fold512)(_mm512_add_epi32(acc0, acc1));
         }
+        __m128 sumi = _mm_cvtepi32_ps(S(hsum4x256)(si[0], si[1], si[2], si[3]));
+        __m128 summ = _mm_cvtepi32_ps(S(hsum4x256)(sm[0], sm[1], sm[2], sm[3]));
+        __m128 dy = S(dy4)(a0, stride, b);
+        __m128 d = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(x[b].d)), dy), dm = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(x[b].dmin)), dy);
+        sum = _mm_add_ps(sum, _mm_sub_ps(_mm_mul_ps(d, sumi), _mm_mul_ps(dm, summ)));
     }
-    for (int r = 0; r < 4; r++) out[r] = sum[r];
+    _mm_storeu_ps(out, sum);
 }
 
 TGT void FN4(q6_K)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
     const tokd_block_q6_K *x = w;
     const uint8_t *a0 = act;
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    float sum[4] = {0, 0, 0, 0};
+    __m128 sum = _mm_setzero_ps();
     for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[b].scales));
         __m512i scz = _mm512_castsi256_si512(sc16);
@@ -473,19 +493,23 @@ TGT void FN4(q6_K)(int64_t n, float out[4], const void *w, const void *act, size
             sv[2 * h] = _mm512_permutexvar_epi16(S(group4_idx)(2 * h), scz);
             sv[2 * h + 1] = _mm512_permutexvar_epi16(S(group4_idx)(2 * h + 1), scz);
         }
-        float dx = _cvtsh_ss(x[b].d);
+        __m256i si[4], bm[4];
 #pragma GCC unroll 4
         for (int r = 0; r < 4; r++) {
             const tokd_block_q8_K *y = (const tokd_block_q8_K *)(a0 + (size_t)r * stride) + b;
-            __m256i bm = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
+            bm[r] = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums));
             __m512i acc = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 acc = DPWSSD(acc, _mm512_maddubs_epi16(z[k], _mm512_loadu_si512(y->qs + 64 * k)), sv[k]);
-            sum[r] += tokd_k_term1(dx, y->d, S(hsum512)(acc) - 32 * S(hsum256)(bm));
+            si[r] = S(fold512)(acc);
         }
+        __m128i P = _mm_sub_epi32(S(hsum4x256)(si[0], si[1], si[2], si[3]),
+                                  _mm_slli_epi32(S(hsum4x256)(bm[0], bm[1], bm[2], bm[3]), 5));
+        __m128 d = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(x[b].d)), S(dy4)(a0, stride, b));
+        sum = _mm_add_ps(sum, _mm_mul_ps(d, _mm_cvtepi32_ps(P)));
     }
-    for (int r = 0; r < 4; r++) out[r] = sum[r];
+    _mm_storeu_ps(out, sum);
 }
 #undef FN4
 
