@@ -181,6 +181,15 @@ TGT static inline __m512i S(pair_idx)(int p) {
     return _mm512_set_epi64(hi, hi, hi, hi, lo, lo, lo, lo);
 }
 
+/* Four integer sums at once: [sum v0, sum v1, sum v2, sum v3] (exact int32). */
+TGT static inline __m128i S(hsum4x256)(__m256i a0, __m256i a1, __m256i a2, __m256i a3) {
+    __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+TGT static inline __m256i S(fold512)(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 TGT void FN(q2_K)(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q2_K *x = w;
     const tokd_block_q8_K *y = act;
@@ -254,29 +263,57 @@ TGT static inline void S(k4_nibbles)(const uint8_t *qs, __m512i z[4]) {
     z[3] = _mm512_shuffle_i64x2(l23, h23, 0xEE);
 }
 
+/* One Q4_K super-block: the 16 partial sums of sumi and the 8 of summ (exact int32). */
+TGT static inline void S(q4_K_parts)(const tokd_block_q4_K *x, const tokd_block_q8_K *y, __m256i *si, __m256i *sm) {
+    __m128i scm = k4_scales_mins(x->scales);
+    __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
+    __m128i mn8 = _mm_srli_si128(scm, 8);
+    *sm = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)y->bsums), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8)));
+    __m512i z[4];
+    S(k4_nibbles)(x->qs, z);
+    const int8_t *a = y->qs;
+    /* two independent accumulators shorten the dependency chain */
+    __m512i a0 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(a)),
+                        _mm512_permutexvar_epi16(S(pair_idx)(0), scz));
+    __m512i a1 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[1], _mm512_loadu_si512(a + 64)),
+                        _mm512_permutexvar_epi16(S(pair_idx)(1), scz));
+    a0 = DPWSSD(a0, _mm512_maddubs_epi16(z[2], _mm512_loadu_si512(a + 128)), _mm512_permutexvar_epi16(S(pair_idx)(2), scz));
+    a1 = DPWSSD(a1, _mm512_maddubs_epi16(z[3], _mm512_loadu_si512(a + 192)), _mm512_permutexvar_epi16(S(pair_idx)(3), scz));
+    *si = S(fold512)(_mm512_add_epi32(a0, a1));
+}
+
+/* Four super-blocks per step: their integer sums reduced together and their float terms
+ * computed four lanes at once (tokd_k_term2 lane by lane), then added to the running
+ * sum one by one in block order, as the reference does. */
 TGT void FN(q4_K)(int64_t n, float *out, const void *w, const void *act) {
     const tokd_block_q4_K *x = w;
     const tokd_block_q8_K *y = act;
+    const int64_t nb = n / TOKD_QK_K;
     float sum = 0;
-    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
-        __m128i scm = k4_scales_mins(x[b].scales);
-        __m512i scz = _mm512_castsi128_si512(_mm_cvtepu8_epi16(scm));
-        __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
-        const __m128i *bs = (const __m128i *)y[b].bsums;
-        __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(bs), _mm_loadu_si128(bs + 1));
-        __m128i mm = _mm_madd_epi16(pairs, mn16);
-        __m512i z[4];
-        S(k4_nibbles)(x[b].qs, z);
-        const int8_t *a = y[b].qs;
-        /* two independent accumulators shorten the dependency chain */
-        __m512i a0 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[0], _mm512_loadu_si512(a)),
-                            _mm512_permutexvar_epi16(S(pair_idx)(0), scz));
-        __m512i a1 = DPWSSD(_mm512_setzero_si512(), _mm512_maddubs_epi16(z[1], _mm512_loadu_si512(a + 64)),
-                            _mm512_permutexvar_epi16(S(pair_idx)(1), scz));
-        a0 = DPWSSD(a0, _mm512_maddubs_epi16(z[2], _mm512_loadu_si512(a + 128)), _mm512_permutexvar_epi16(S(pair_idx)(2), scz));
-        a1 = DPWSSD(a1, _mm512_maddubs_epi16(z[3], _mm512_loadu_si512(a + 192)), _mm512_permutexvar_epi16(S(pair_idx)(3), scz));
-        int32_t summ = S(hsum128)(mm);
-        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, S(hsum512)(_mm512_add_epi32(a0, a1)), summ);
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        __m256i si[4], sm[4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) S(q4_K_parts)(x + b + k, y + b + k, &si[k], &sm[k]);
+        __m128 sumi = _mm_cvtepi32_ps(S(hsum4x256)(si[0], si[1], si[2], si[3]));
+        __m128 summ = _mm_cvtepi32_ps(S(hsum4x256)(sm[0], sm[1], sm[2], sm[3]));
+        __m128 dy = _mm_setr_ps(y[b].d, y[b + 1].d, y[b + 2].d, y[b + 3].d);
+        __m128i h = _mm_setr_epi16((short)x[b].d, (short)x[b + 1].d, (short)x[b + 2].d, (short)x[b + 3].d, (short)x[b].dmin,
+                                   (short)x[b + 1].dmin, (short)x[b + 2].dmin, (short)x[b + 3].dmin);
+        __m256 f = _mm256_cvtph_ps(h);
+        __m128 d = _mm_mul_ps(_mm256_castps256_ps128(f), dy), dm = _mm_mul_ps(_mm256_extractf128_ps(f, 1), dy);
+        float t[4];
+        _mm_storeu_ps(t, _mm_sub_ps(_mm_mul_ps(d, sumi), _mm_mul_ps(dm, summ)));
+        sum += t[0];
+        sum += t[1];
+        sum += t[2];
+        sum += t[3];
+    }
+    for (; b < nb; b++) {
+        __m256i si, sm;
+        S(q4_K_parts)(x + b, y + b, &si, &sm);
+        int32_t sumi = S(hsum256)(si), summ = S(hsum256)(sm);
+        sum += tokd_k_term2(_cvtsh_ss(x[b].d), _cvtsh_ss(x[b].dmin), y[b].d, sumi, summ);
     }
     *out = sum;
 }
@@ -424,14 +461,6 @@ TGT void FN4(q8_0)(int64_t n, float out[4], const void *w, const void *act, size
     }
 }
 
-/* Four rows' integer sums at once: [sum v0, sum v1, sum v2, sum v3] (exact int32). */
-TGT static inline __m128i S(hsum4x256)(__m256i a0, __m256i a1, __m256i a2, __m256i a3) {
-    __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-    return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
-}
-TGT static inline __m256i S(fold512)(__m512i v) {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
 /* The four rows' float terms, as tokd_k_term2 / tokd_k_term1 lane by lane. */
 TGT static inline __m128 S(dy4)(const uint8_t *a0, size_t stride, int64_t b) {
     const tokd_block_q8_K *y0 = (const tokd_block_q8_K *)a0 + b, *y1 = (const tokd_block_q8_K *)(a0 + stride) + b;
