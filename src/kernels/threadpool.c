@@ -27,11 +27,20 @@
 #define SPIN_MIN 1000u
 #define SLEEP_CYCLES 300000000ull /* ~0.1 s */
 
+/* Region g's share ith (ith >= 1) is run by whichever thread claims it first: worker
+ * ith when it wakes, or the caller once its own share is done. So a worker that the OS
+ * has descheduled (the machine is small and shared) never stalls a region: the caller
+ * runs its share. A kernel's share computes the same outputs whoever runs it. */
+typedef struct {
+    _Alignas(64) _Atomic unsigned claimed; /* last generation whose share was claimed */
+    _Atomic unsigned done;                 /* last generation a worker finished */
+} slot;
+
 struct tokd_pool {
     int n;
     pthread_t *threads;
+    slot *slots;                 /* n entries; 0 unused */
     _Atomic unsigned generation; /* bumped to start a region */
-    _Atomic int pending;         /* workers still running the current region */
     _Atomic int stop;
     _Atomic int sleepers;
     _Atomic unsigned spin_limit; /* cycles of pure spinning before yielding */
@@ -76,8 +85,15 @@ static void *worker_main(void *arg) {
             t0 = __rdtsc();
         }
         seen = g;
-        p->fn(p->ctx, ith, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+        /* claim share ith of region g unless the caller already has; while it is ours the
+         * caller waits in region g, so fn and ctx are g's */
+        slot *sl = &p->slots[ith];
+        unsigned old = atomic_load_explicit(&sl->claimed, memory_order_acquire);
+        if ((int)(old - g) < 0 &&
+            atomic_compare_exchange_strong_explicit(&sl->claimed, &old, g, memory_order_acq_rel, memory_order_acquire)) {
+            p->fn(p->ctx, ith, p->n);
+            atomic_store_explicit(&sl->done, g, memory_order_release);
+        }
     }
 }
 
@@ -117,6 +133,11 @@ tokd_pool *tokd_pool_new(int n_threads) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->threads = tokd_xcalloc((size_t)n_threads, sizeof(pthread_t));
+    p->slots = tokd_aligned_alloc((size_t)n_threads * sizeof(slot));
+    for (int i = 0; i < n_threads; i++) {
+        atomic_init(&p->slots[i].claimed, 0);
+        atomic_init(&p->slots[i].done, 0);
+    }
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = tokd_xmalloc(sizeof *wa);
         wa->pool = p;
@@ -139,23 +160,31 @@ void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_release);
-    atomic_fetch_add(&p->generation, 1);
+    unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
-    unsigned long long t0 = __rdtsc();
     unsigned limit = atomic_load_explicit(&p->spin_limit, memory_order_relaxed);
     int yielded = 0;
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
-        if (__rdtsc() - t0 > limit) {
-            sched_yield(); /* a worker may be waiting for this core */
-            yielded = 1;
-        } else {
-            cpu_relax();
+    for (int i = 1; i < p->n; i++) {
+        slot *sl = &p->slots[i];
+        unsigned old = atomic_load_explicit(&sl->claimed, memory_order_acquire);
+        if (old != g &&
+            atomic_compare_exchange_strong_explicit(&sl->claimed, &old, g, memory_order_acq_rel, memory_order_acquire)) {
+            fn(ctx, i, p->n); /* worker i has not started: run its share here */
+            continue;
+        }
+        unsigned long long t0 = __rdtsc();
+        while (atomic_load_explicit(&sl->done, memory_order_acquire) != g) {
+            if (__rdtsc() - t0 > limit) {
+                sched_yield(); /* a worker may be waiting for this core */
+                yielded = 1;
+            } else {
+                cpu_relax();
+            }
         }
     }
     if (yielded) limit = limit / 2 > SPIN_MIN ? limit / 2 : SPIN_MIN;
@@ -173,5 +202,6 @@ void tokd_pool_free(tokd_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->threads);
+    free(p->slots);
     free(p);
 }
