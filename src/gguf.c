@@ -484,6 +484,14 @@ int gguf_get_arr(const gguf_file *f, const char *key, gguf_type want, gguf_array
     return 0;
 }
 
+/* Float to integer without undefined behaviour: NaN is 0, out of range saturates. */
+static int64_t f64_to_i64_sat(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
 int64_t gguf_arr_i64(const gguf_array *a, uint64_t i) {
     const uint8_t *p = a->data + i * gguf_type_size(a->elem_type);
     switch (a->elem_type) {
@@ -495,8 +503,8 @@ int64_t gguf_arr_i64(const gguf_array *a, uint64_t i) {
     case GGUF_TYPE_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
     case GGUF_TYPE_UINT64: { uint64_t v; memcpy(&v, p, 8); return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
     case GGUF_TYPE_INT64: { int64_t v; memcpy(&v, p, 8); return v; }
-    case GGUF_TYPE_FLOAT32: { float v; memcpy(&v, p, 4); return (int64_t)v; }
-    case GGUF_TYPE_FLOAT64: { double v; memcpy(&v, p, 8); return (int64_t)v; }
+    case GGUF_TYPE_FLOAT32: { float v; memcpy(&v, p, 4); return f64_to_i64_sat(v); }
+    case GGUF_TYPE_FLOAT64: { double v; memcpy(&v, p, 8); return f64_to_i64_sat(v); }
     default: return 0;
     }
 }
