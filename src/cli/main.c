@@ -11,12 +11,12 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"run", cmd_run, "run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop STR]... [-t THREADS]"},
+    {"run", cmd_run, "run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop STR]... [-t THREADS] [--grammar-file F] [--json-schema F]  (README lists all)"},
     {"tokenize", cmd_tokenize, "tokenize -m MODEL [--no-bos] [--special]   (text on stdin)"},
     {"logits", cmd_logits, "logits -m MODEL -p PROMPT -o FILE"},
     {"info", cmd_info, "info -m MODEL"},
     {"render", cmd_render, "render --template FILE.jinja   (JSON on stdin)"},
-    {"serve", cmd_serve, "serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N] [--kv-mem MIB] [--ctx N] [-t N] [--timeout S]"},
+    {"serve", cmd_serve, "serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N] [--kv-mem MIB] [--ctx N] [-t N] [--timeout S] [--chat-template-file F] [--tool-format NAME] [--reasoning-format NAME] [--no-prefix-cache]  (README lists all)"},
     {"bench-serve", cmd_bench_serve, "bench-serve [--host H] [--port P] [-c CLIENTS] [-n REQUESTS] [--max-tokens N] [--prompt-words N] [--shared-prefix-words N] [--temp T] [--api-key K]"},
     {"chat", cmd_chat, "chat -m MODEL [--system TEXT] [-n N] [--temp T] [--seed S] [-t N] [-c CTX]"},
     {"bench", cmd_bench, "bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]"},
