@@ -207,39 +207,62 @@ TG static inline void w_q8_0(const uint8_t *x, __m512i z[4], __m256 *dx, __m256i
                                                                int nr, const uint8_t *act, size_t as, float *y, \
                                                                int64_t ldy) {                              \
         const int64_t nb = K / TOKD_QK, ng = nb / 8;                                                       \
-        __m256 acc[2][RB];                                                                                 \
-        UNROLL for (int q = 0; q < nwr; q++)                                                                      \
-            UNROLL for (int r = 0; r < nr; r++) acc[q][r] = _mm256_setzero_ps();                                  \
+        __m256 acc[RB];      /* one weight row: lanes = the 8 blocks of a group */                        \
+        __m512 acc2[RB];     /* two weight rows: [row 0 lanes | row 1 lanes] */                           \
+        UNROLL for (int r = 0; r < nr; r++) {                                                              \
+            acc[r] = _mm256_setzero_ps();                                                                  \
+            acc2[r] = _mm512_setzero_ps();                                                                 \
+        }                                                                                                  \
         for (int64_t g = 0; g < ng; g++) {                                                                 \
             __m512i z[2][4];                                                                               \
             __m256 dx[2];                                                                                  \
             __m256i corr[2];                                                                               \
+            if (nr == 1) /* decode: weights stream from DRAM through 4 KB pages; run ahead */            \
+                for (int l = 0; l < (int)(8 * sizeof(XT)); l += 64)                                         \
+                    _mm_prefetch((const char *)w + g * 8 * sizeof(XT) + PF_DIST + l, _MM_HINT_T0);            \
             UNROLL for (int q = 0; q < nwr; q++) WFN(w + (size_t)q * ws + g * 8 * sizeof(XT), z[q], &dx[q], &corr[q]); \
-            UNROLL for (int r = 0; r < nr; r++) {                                                                 \
+            __m512 dx2 = _mm512_setzero_ps();                                                              \
+            __m512i corr2 = _mm512_setzero_si512();                                                        \
+            if (nwr == 2) {                                                                                \
+                dx2 = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(dx[0])), \
+                                                          _mm256_castps_pd(dx[1]), 1));                    \
+                corr2 = _mm512_inserti64x4(_mm512_castsi256_si512(corr[0]), corr[1], 1);                   \
+            }                                                                                              \
+            UNROLL for (int r = 0; r < nr; r++) {                                                          \
                 const uint8_t *a = act + (size_t)r * as + g * GROUP_BYTES;                                 \
-                __m512i av[4];                                                                             \
-                UNROLL for (int m = 0; m < 4; m++) av[m] = _mm512_loadu_si512(a + 64 * m);                       \
-                __m256 dy = _mm256_loadu_ps((const float *)(a + 256));                                     \
-                UNROLL for (int q = 0; q < nwr; q++) {                                                            \
-                    __m512i s = _mm512_setzero_si512();                                                    \
-                    UNROLL for (int m = 0; m < 4; m++)                                                            \
-                        s = Q4 ? _mm512_dpbusd_epi32(s, z[q][m], av[m]) : _mm512_dpbusd_epi32(s, av[m], z[q][m]); \
-                    __m256i P = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1)); \
-                    P = _mm256_sub_epi32(P, Q4 ? _mm256_loadu_si256((const __m256i *)(a + 288)) : corr[q]); \
-                    __m256 dd = _mm256_mul_ps(dx[q], dy);                                                  \
-                    acc[q][r] = _mm256_add_ps(acc[q][r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));        \
+                __m512i av[4], s[2];                                                                       \
+                UNROLL for (int m = 0; m < 4; m++) av[m] = _mm512_loadu_si512(a + 64 * m);                 \
+                UNROLL for (int q = 0; q < nwr; q++) {                                                     \
+                    s[q] = _mm512_setzero_si512();                                                         \
+                    UNROLL for (int m = 0; m < 4; m++)                                                     \
+                        s[q] = Q4 ? _mm512_dpbusd_epi32(s[q], z[q][m], av[m]) : _mm512_dpbusd_epi32(s[q], av[m], z[q][m]); \
+                }                                                                                          \
+                if (nwr == 2) {                                                                            \
+                    /* [row 0's 8 block sums | row 1's], the same float ops lane by lane */                \
+                    __m512i P = _mm512_add_epi32(_mm512_shuffle_i64x2(s[0], s[1], 0x44), _mm512_shuffle_i64x2(s[0], s[1], 0xEE)); \
+                    P = _mm512_sub_epi32(P, Q4 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + 288))) : corr2); \
+                    __m512 dy = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd((const double *)(a + 256)))); \
+                    acc2[r] = _mm512_add_ps(acc2[r], _mm512_mul_ps(_mm512_mul_ps(dx2, dy), _mm512_cvtepi32_ps(P))); \
+                } else {                                                                                   \
+                    __m256i P = _mm256_add_epi32(_mm512_castsi512_si256(s[0]), _mm512_extracti64x4_epi64(s[0], 1)); \
+                    P = _mm256_sub_epi32(P, Q4 ? _mm256_loadu_si256((const __m256i *)(a + 288)) : corr[0]); \
+                    __m256 dd = _mm256_mul_ps(dx[0], _mm256_loadu_ps((const float *)(a + 256)));           \
+                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));              \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
-        UNROLL for (int q = 0; q < nwr; q++)                                                                      \
-            UNROLL for (int r = 0; r < nr; r++) {                                                                 \
-                const tokd_block_q8_0 *yt = (const tokd_block_q8_0 *)(act + (size_t)r * as + ng * GROUP_BYTES); \
+        UNROLL for (int r = 0; r < nr; r++) {                                                              \
+            float t[16];                                                                                   \
+            if (nwr == 2) _mm512_storeu_ps(t, acc2[r]);                                                    \
+            else _mm256_storeu_ps(t, acc[r]);                                                              \
+            const tokd_block_q8_0 *yt = (const tokd_block_q8_0 *)(act + (size_t)r * as + ng * GROUP_BYTES); \
+            for (int q = 0; q < nwr; q++) {                                                                \
                 const XT *x = (const XT *)(w + (size_t)q * ws);                                            \
-                float s[8];                                                                                \
-                _mm256_storeu_ps(s, acc[q][r]);                                                            \
-                for (int64_t t = ng * 8; t < nb; t++) s[t & 7] += TERM(x + t, yt + (t - ng * 8));         \
-                y[r * ldy + q] = tokd_reduce8(s);                                                          \
+                float *sq = t + 8 * q;                                                                     \
+                for (int64_t tb = ng * 8; tb < nb; tb++) sq[tb & 7] += TERM(x + tb, yt + (tb - ng * 8));  \
+                y[r * ldy + q] = tokd_reduce8(sq);                                                         \
             }                                                                                              \
+        }                                                                                                  \
     }
 GEMM_ROWS(rows_q4_0, tokd_block_q4_0, w_q4_0, 1, tokd_q4_0_term)
 GEMM_ROWS(rows_q8_0, tokd_block_q8_0, w_q8_0, 0, tokd_q8_0_term)
