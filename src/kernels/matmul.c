@@ -23,7 +23,7 @@
 
 #include "util.h"
 
-#define TILE 16 /* weight rows per prefill chunk */
+#define TILE 64 /* weight rows per prefill chunk (64: activation rows are re-read from L3 4x less than with 16) */
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
     if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
