@@ -14,6 +14,7 @@
 
 #include "model.h"
 #include "t.h"
+#include "t_golden.h"
 #include "tiny_model.h"
 
 typedef struct {
@@ -76,19 +77,6 @@ static int clean_failure(const proc_result *r) {
     return r->exited && (r->code == 1 || r->code == 2) && count_lines(&r->err) == 1 && r->err.len > 10;
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    *n = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    b[*n] = 0;
-    return b;
-}
-
 static const char *tokd;
 static char model[512];
 
@@ -96,7 +84,7 @@ static void test_run_golden(void) {
     char gpath[512];
     snprintf(gpath, sizeof gpath, "%s/golden/stories260K.p1.json", t_shared());
     size_t n;
-    char *js = slurp(gpath, &n);
+    char *js = t_slurp(gpath, &n);
     cJSON *j = cJSON_Parse(js);
     cJSON *gt = cJSON_GetObjectItem(j, "greedy_tokens");
     const char *hex = cJSON_GetObjectItem(j, "greedy_text_hex")->valuestring;
@@ -147,10 +135,10 @@ static void test_logits(void) {
     run(argv, &r);
     CHECK(r.code == 0, "tokd logits exits 0: %s", r.err.data);
     size_t n, gn;
-    float *ours = (float *)slurp(out, &n);
+    float *ours = (float *)t_slurp(out, &n);
     char gpath[512];
     snprintf(gpath, sizeof gpath, "%s/golden/stories260K.p1.logits.f32", t_shared());
-    float *gold = (float *)slurp(gpath, &gn);
+    float *gold = (float *)t_slurp(gpath, &gn);
     CHECK(ours && n == gn && n == 5 * 512 * sizeof(float), "logits file is 5 x 512 floats (%zu bytes)", n);
     if (ours && n == gn) {
         double maxdiff = 0;

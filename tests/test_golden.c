@@ -19,42 +19,7 @@
 
 #include "model.h"
 #include "t.h"
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    size_t got = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    b[got] = 0;
-    *n = got;
-    return b;
-}
-
-/* KL(p || q) of softmax rows, in double. */
-static double kl_row(const float *gold, const float *ours, int32_t V, int *top1_equal) {
-    double mg = -INFINITY, mo = -INFINITY;
-    int ig = 0, io = 0;
-    for (int32_t t = 0; t < V; t++) {
-        if (gold[t] > mg) { mg = gold[t]; ig = t; }
-        if (ours[t] > mo) { mo = ours[t]; io = t; }
-    }
-    double sg = 0, so = 0;
-    for (int32_t t = 0; t < V; t++) {
-        sg += exp(gold[t] - mg);
-        so += exp(ours[t] - mo);
-    }
-    double lsg = log(sg), lso = log(so), kl = 0;
-    for (int32_t t = 0; t < V; t++) {
-        double lg = gold[t] - mg - lsg, lo = ours[t] - mo - lso;
-        kl += exp(lg) * (lg - lo);
-    }
-    *top1_equal = ig == io;
-    return kl;
-}
+#include "t_golden.h"
 
 static int argmax(const float *v, int32_t n) {
     int best = 0;
@@ -84,7 +49,7 @@ static void run_case(const char *dir, const char *name) {
     char path[1024];
     size_t n;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *js = slurp(path, &n);
+    char *js = t_slurp(path, &n);
     cJSON *j = js ? cJSON_Parse(js) : NULL;
     CHECK(j != NULL, "%s parses", name);
     if (!j) { free(js); return; }
@@ -128,14 +93,14 @@ static void run_case(const char *dir, const char *name) {
     char gpath[1024];
     snprintf(gpath, sizeof gpath, "%s/%.*s.logits.f32", dir, (int)(strlen(name) - 5), name);
     size_t gn;
-    float *gold = (float *)slurp(gpath, &gn);
+    float *gold = (float *)t_slurp(gpath, &gn);
     CHECK(gold && gn == sizeof(float) * (size_t)V * (size_t)np, "%s: golden logits size", name);
     if (gold && gn == sizeof(float) * (size_t)V * (size_t)np && fw == 0) {
         double kl = 0;
         int top1 = 0;
         for (int i = 0; i < np; i++) {
             int eq;
-            kl += kl_row(gold + (size_t)i * V, lg + (size_t)i * V, V, &eq);
+            kl += t_kl_row(gold + (size_t)i * V, lg + (size_t)i * V, V, &eq);
             top1 += eq;
         }
         kl /= np;

@@ -20,42 +20,7 @@
 #include "model.h"
 #include "quantize.h"
 #include "t.h"
-
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    size_t got = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    b[got] = 0;
-    *n = got;
-    return b;
-}
-
-/* KL(softmax(gold) || softmax(ours)) in double; *top1 = argmaxes equal. */
-static double kl_row(const float *gold, const float *ours, int32_t V, int *top1) {
-    double mg = -INFINITY, mo = -INFINITY;
-    int ig = 0, io = 0;
-    for (int32_t t = 0; t < V; t++) {
-        if (gold[t] > mg) { mg = gold[t]; ig = t; }
-        if (ours[t] > mo) { mo = ours[t]; io = t; }
-    }
-    double sg = 0, so = 0;
-    for (int32_t t = 0; t < V; t++) {
-        sg += exp(gold[t] - mg);
-        so += exp(ours[t] - mo);
-    }
-    double lsg = log(sg), lso = log(so), kl = 0;
-    for (int32_t t = 0; t < V; t++) {
-        double lg = gold[t] - mg - lsg, lo = ours[t] - mo - lso;
-        kl += exp(lg) * (lg - lo);
-    }
-    *top1 = ig == io;
-    return kl;
-}
+#include "t_golden.h"
 
 static char tmpdir[256];
 
@@ -63,7 +28,7 @@ static void tmp_path(char *out, size_t cap, const char *what) { snprintf(out, ca
 
 static bool files_equal(const char *a, const char *b) {
     size_t na, nb;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = t_slurp(a, &na), *y = t_slurp(b, &nb);
     bool eq = x && y && na == nb && !memcmp(x, y, na);
     free(x);
     free(y);
@@ -136,7 +101,7 @@ static void check_golden(const char *type, const char *path, double *kl_sum, int
         snprintf(lp, sizeof lp, "%s/golden/tiny-llama-%s.p%d.logits.f32", t_shared(), type, p);
         if (access(jp, R_OK) != 0) continue; /* p3 exists for some types only */
         size_t n;
-        char *js = slurp(tp, &n);
+        char *js = t_slurp(tp, &n);
         cJSON *j = js ? cJSON_Parse(js) : NULL;
         CHECK(j != NULL, "parse %s", tp);
         if (!j) {
@@ -147,7 +112,7 @@ static void check_golden(const char *type, const char *path, double *kl_sum, int
         int np = cJSON_GetArraySize(pt);
         int32_t V = m->hp.n_vocab;
         size_t gn;
-        float *gold = (float *)slurp(lp, &gn);
+        float *gold = (float *)t_slurp(lp, &gn);
         CHECK(gold && gn == sizeof(float) * (size_t)V * (size_t)np, "%s p%d: golden logits size", type, p);
         tokd_ctx_params cp;
         tokd_ctx_params_default(&cp);
@@ -165,7 +130,7 @@ static void check_golden(const char *type, const char *path, double *kl_sum, int
             int t1 = 0;
             for (int i = 0; i < np; i++) {
                 int eq;
-                kl += kl_row(gold + (size_t)i * V, lg + (size_t)i * V, V, &eq);
+                kl += t_kl_row(gold + (size_t)i * V, lg + (size_t)i * V, V, &eq);
                 t1 += eq;
             }
             kl /= np;
