@@ -104,7 +104,7 @@ static void put_cp(jctx *c, jbuf *b, int cp, size_t raw_len, const char *raw) {
         return;
     }
     char enc[4];
-    jb_put(c, b, enc, utf8_encode((uint32_t)cp, enc));
+    jb_put(c, b, enc, tokd_utf8_encode((uint32_t)cp, enc));
 }
 
 enum { CASE_UPPER, CASE_LOWER, CASE_CAPITALIZE, CASE_PYTITLE };
@@ -158,7 +158,7 @@ static jv *str_strip(jctx *c, jv *s, jv *chars, int which) {
         bool strip;
         if (chars) {
             char enc[4];
-            size_t k = utf8_encode((uint32_t)cp, enc);
+            size_t k = tokd_utf8_encode((uint32_t)cp, enc);
             strip = memmem(chars->s.p, chars->s.n, s->s.p + b, i - b) != NULL && (k == i - b);
         } else {
             strip = cp_space(cp);

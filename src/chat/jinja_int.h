@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "chat/jinja.h"
+#include "unicode_utf8.h"
 #include "util.h"
 
 /* ---- arena -------------------------------------------------------------------------- */
@@ -161,7 +162,7 @@ jv *pyjson_parse(jctx *c, const char *s, size_t n, char *msg, size_t msgsz);
 
 /* UTF-8 helpers */
 int utf8_decode(const char *s, size_t n, size_t *pos); /* next code point (or the byte, if invalid) */
-size_t utf8_encode(uint32_t cp, char out[4]);
+/* UTF-8 encoding: tokd_utf8_encode from unicode_utf8.h. */
 
 /* ---- tokens and tree ---------------------------------------------------------------- */
 

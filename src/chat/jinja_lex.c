@@ -144,7 +144,7 @@ static void lex_string(lexer *L, size_t st) {
         }
         if (hex) {
             char enc[4];
-            size_t k = utf8_encode(cp, enc);
+            size_t k = tokd_utf8_encode(cp, enc);
             for (size_t j = 0; j < k; j++) PUTB(enc[j]);
         }
     }

@@ -79,29 +79,6 @@ int utf8_decode(const char *s, size_t n, size_t *pos) {
     return (int)cp;
 }
 
-size_t utf8_encode(uint32_t cp, char out[4]) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* ---- numbers -------------------------------------------------------------------------- */
 
 void py_float_repr(double f, char out[32]) {
@@ -510,7 +487,7 @@ static jv *jp_string(jp *p) {
                     p->i = save;
             }
             char enc[4];
-            jb_put(p->c, &b, enc, utf8_encode(cp, enc));
+            jb_put(p->c, &b, enc, tokd_utf8_encode(cp, enc));
             break;
         }
         default: return jp_err(p, "invalid escape");
