@@ -196,8 +196,40 @@ static int bind_weights(tokd_model *m, tokd_err *err) {
     return 0;
 }
 
+/* Every matrix a forward pass multiplies with (not the embedding table, which is only
+ * read row by row), so the packed ones can be listed and freed in one place. */
+static int model_matrices(tokd_model *m, tokd_matrix **out) {
+    int n = 0;
+    if (!m->tied_output) out[n++] = &m->output;
+    for (int32_t l = 0; m->layers && l < m->hp.n_layer; l++) {
+        tokd_layer *L = &m->layers[l];
+        tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++) out[n++] = ws[i];
+    }
+    return n;
+}
+
+/* Repack the matrices whose type has a packed form on this CPU (packed.h): a copy in
+ * the interleaved layout replaces the file's rows for every product. The tied output
+ * matrix stays as it is (the embedding rows are read from the same data). */
+static void pack_weights(tokd_model *m) {
+    tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
+    int n = model_matrices(m, ws);
+    for (int i = 0; i < n; i++) {
+        const tokd_packed_traits *pk = tokd_packed_get(ws[i]->tt->id);
+        if (pk) tokd_matrix_pack(NULL, ws[i], pk);
+    }
+    free(ws);
+}
+
 void tokd_model_free(tokd_model *m) {
     if (!m) return;
+    if (m->layers) {
+        tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
+        int n = model_matrices(m, ws);
+        for (int i = 0; i < n; i++) free(ws[i]->packed);
+        free(ws);
+    }
     if (m->layers) {
         for (int32_t l = 0; l < m->hp.n_layer; l++) {
             tokd_layer *L = &m->layers[l];
@@ -223,6 +255,7 @@ tokd_model *tokd_model_load(const char *path, tokd_err *err) {
         return NULL;
     }
     if (load_hparams(m, err) || bind_weights(m, err)) goto fail;
+    pack_weights(m);
     m->tok = tokd_tokenizer_load(m->gguf, err);
     if (!m->tok) goto fail;
     if (tokd_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {

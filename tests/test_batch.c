@@ -1,7 +1,8 @@
 /* test_batch.c — batch invariance: a sequence's logits are bit-identical whether it is
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
- * several weight types (F32, F16, BF16, Q8_0, Q4_K_M mix) and both RoPE styles. */
+ * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
+ * kernels — Q4_K_M mix) and both RoPE styles. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,8 @@ int main(void) {
         }
     tokens[0][0] = tokens[1][0] = tokens[2][0] = tokens[3][0] = 1; /* BOS */
     const char *models[] = {"tiny-llama-f32.gguf", "stories260K.gguf", "tiny-llama-F16.gguf", "tiny-llama-BF16.gguf",
-                            "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_K_M.gguf", "tiny-qwen2-F16.gguf"};
+                            "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
+                            "tiny-qwen2-F16.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
     T_DONE();
 }

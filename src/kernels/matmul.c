@@ -15,7 +15,10 @@
  * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would.
  *
  * Types with a gemm kernel (Q4_0, Q8_0 on AVX-512 VNNI+VBMI) get their activation rows
- * in the kernel's prepared layout and one gemm call per chunk instead (same bits). */
+ * in the kernel's prepared layout and one gemm call per chunk instead (same bits).
+ *
+ * Packed matrices (packed.h) go through their packed gemm for every row count, chunks
+ * being whole groups of 16 rows. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -30,8 +33,33 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
     const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
     size_t row = tokd_row_bytes(at, K);
     if (tt->gemm && tt->gemm_act_bytes(K) > row) row = tt->gemm_act_bytes(K);
+    const tokd_packed_traits *pk = tokd_packed_get_any(tt->id);
+    if (pk && pk->act_bytes(K) > row) row = pk->act_bytes(K);
     row = (row + 63) & ~(size_t)63;
     return row * (size_t)n_rows;
+}
+
+typedef struct {
+    tokd_matrix *W;
+    const tokd_packed_traits *pk;
+    int64_t n_groups;
+} pack_job;
+
+static void pack_groups(void *arg, int ith, int nth) {
+    pack_job *j = arg;
+    for (int64_t G = ith; G < j->n_groups; G += nth)
+        j->pk->pack((const uint8_t *)j->W->data + (size_t)G * TOKD_PACK_ROWS * j->W->row_bytes, j->W->row_bytes,
+                    (uint8_t *)j->W->packed + (size_t)G * j->W->group_bytes, j->W->K);
+}
+
+int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk) {
+    if (!pk || pk->id != W->tt->id || W->n_out % TOKD_PACK_ROWS || W->K % W->tt->blck) return -1;
+    W->group_bytes = pk->group_bytes(W->K);
+    pack_job j = {.W = W, .pk = pk, .n_groups = W->n_out / TOKD_PACK_ROWS};
+    W->packed = tokd_aligned_alloc(W->group_bytes * (size_t)j.n_groups);
+    tokd_pool_run(pool, pack_groups, &j);
+    W->pk = pk;
+    return 0;
 }
 
 #define MAX_MATS 4
@@ -54,6 +82,7 @@ typedef struct {
     int64_t ldx;
     const tokd_type_traits *at;
     int gemm; /* through tt->gemm with prepared activation rows */
+    const tokd_packed_traits *pk; /* through the packed gemm */
     /* chunks */
     int64_t chunk_rows, n_chunks;
     _Atomic int64_t next; /* next chunk to hand out, starts at nth */
@@ -61,6 +90,11 @@ typedef struct {
 
 static void convert_rows(void *arg, int ith, int nth) {
     matmul_job *j = arg;
+    if (j->pk) {
+        for (int64_t r = ith; r < j->n_rows; r += nth)
+            j->pk->prep(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
+        return;
+    }
     if (j->gemm) {
         for (int64_t r = ith; r < j->n_rows; r += nth)
             j->W->tt->gemm_prep(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
@@ -75,6 +109,11 @@ static void matmul_chunk(const matmul_job *j, const tokd_matrix *W, float *Y, in
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
     const int64_t K = W->K;
+    if (j->pk) {
+        j->pk->gemm(K, (o1 - o0) / TOKD_PACK_ROWS, (const uint8_t *)W->packed + (size_t)(o0 / TOKD_PACK_ROWS) * W->group_bytes,
+                    W->group_bytes, j->n_rows, j->act, j->act_stride, Y + o0, ldy);
+        return;
+    }
     if (j->gemm) {
         tt->gemm(K, o1 - o0, wbase + (size_t)o0 * W->row_bytes, W->row_bytes, j->n_rows, j->act, j->act_stride,
                  Y + o0, ldy);
@@ -124,6 +163,7 @@ static void matmul_region(void *arg, int ith, int nth) {
 
 /* Whether two matrices can share converted activation rows and one region. */
 static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
+    if (a->pk || b->pk) return a->pk && b->pk && a->K == b->K && a->pk->prep == b->pk->prep;
     int ga = a->tt->gemm && n_rows >= a->tt->gemm_min_rows, gb = b->tt->gemm && n_rows >= b->tt->gemm_min_rows;
     if (a->K != b->K || a->tt->vec_dot_type != b->tt->vec_dot_type || ga != gb) return 0;
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
@@ -138,7 +178,12 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
         }
     const tokd_matrix *W = Ws[0];
     matmul_job j = {.W = W, .n_rows = n_rows, .Y = Ys[0], .ldy = ldys[0], .X = X, .ldx = ldx, .n_mats = n_mats};
-    if (W->tt->vec_dot_type == 0) {
+    if (W->pk) {
+        j.pk = W->pk;
+        j.act = scratch;
+        j.act_stride = (W->pk->act_bytes(W->K) + 63) & ~(size_t)63;
+        tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
+    } else if (W->tt->vec_dot_type == 0) {
         j.act = (const uint8_t *)X;
         j.act_stride = (size_t)ldx * sizeof(float);
     } else {

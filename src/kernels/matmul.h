@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/packed.h"
 #include "kernels/threadpool.h"
 #include "kernels/types.h"
 
@@ -19,9 +20,18 @@ typedef struct {
     const tokd_type_traits *tt;
     int64_t K, n_out;
     size_t row_bytes;
+    /* when set, every product uses this packed copy (packed.h) instead of data */
+    const tokd_packed_traits *pk;
+    void *packed;                   /* n_out / 16 groups, group_bytes apart (owned by the model) */
+    size_t group_bytes;
 } tokd_matrix;
 
-/* Scratch needed for n_rows activation rows of length K converted for matrix type tt. */
+/* Pack W (tokd_packed_get must offer a form for its type, n_out % 16 == 0): allocates
+ * W->packed, filled by the pool's threads. Returns 0, or -1 if W cannot be packed. */
+int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk);
+
+/* Scratch needed for n_rows activation rows of length K converted for matrix type tt
+ * (packed or not). */
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows);
 
 /* Y is n_rows x W->n_out (row stride ldy floats); X is n_rows x K (stride ldx).

@@ -1,0 +1,74 @@
+/* packed.h — weight matrices repacked at load time into a row-interleaved layout.
+ *
+ * A GGUF file stores each weight row as a run of blocks (Q4_0: an fp16 scale and 16
+ * bytes of nibbles per 32 weights). Reading it that way, a SIMD dot product spends most
+ * of its instructions reducing each block's partial sums across lanes. The packed
+ * layout puts 16 rows side by side instead: for block b of a group of 16 rows, the 16
+ * scales, then the quants in 64-byte vectors whose 32-bit lane L holds four consecutive
+ * weights of row L. One VNNI instruction (vpdpbusd) with a broadcast group of four
+ * activation bytes then advances all 16 rows' block sums at once, with no horizontal
+ * reductions, for decode (one activation row) and prefill (many) alike.
+ *
+ * Layout of group G (rows 16G .. 16G+15), block b, at G*group_bytes + b*block_bytes:
+ *   16 fp16 scales (row order), then
+ *   Q4_0: 4 vectors of 64 bytes; vector c, byte 4L+i = qs[4c+i] of row L (low nibble:
+ *         weight 4c+i, high nibble: weight 16+4c+i), stored as in the file (offset 8);
+ *   Q8_0: 8 vectors of 64 bytes; vector g, byte 4L+i = qs[4g+i] of row L plus 128, as an
+ *         unsigned byte.
+ *
+ * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
+ * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
+ * (-8 * the block's quant sum for Q4_0 weights, -128 * it for Q8_0), so the kernel
+ * starts each block sum at the correction and never subtracts.
+ *
+ * Numerics (the contract every implementation meets bit for bit; packed_ref computes
+ * it from an unpacked row): out = 0; for each block b in order:
+ *   out = fmaf(dx_b * dy_b, (float)isum_b, out)
+ * with isum_b the exact integer dot product of the block's signed weights (q - 8 for
+ * Q4_0) and activation quants. This differs from the unpacked vec_dot's order, so a
+ * matrix is either packed for every product or for none: batch invariance holds
+ * because decode and prefill both go through packed_gemm. */
+#ifndef TOKD_KERNELS_PACKED_H
+#define TOKD_KERNELS_PACKED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOKD_PACK_ROWS 16
+
+/* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
+ * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */
+typedef void (*tokd_packed_gemm_fn)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                    const void *act, size_t as, float *y, int64_t ldy);
+
+typedef struct {
+    uint32_t id;                                         /* GGML type it packs */
+    size_t (*group_bytes)(int64_t K);                    /* packed bytes of 16 rows */
+    size_t (*act_bytes)(int64_t K);                      /* prepared bytes of one activation row */
+    void (*prep)(const float *x, void *dst, int64_t K);  /* one activation row from F32 */
+    /* 16 rows of K weights (file layout, row_bytes apart) into one packed group */
+    void (*pack)(const void *rows, size_t row_bytes, void *dst, int64_t K);
+    tokd_packed_gemm_fn gemm;                            /* selected SIMD implementation */
+    /* the contract above, from an unpacked row and an activation row in the weight
+       type's vec_dot format (Q8_0 blocks): the reference gemm is tested against */
+    float (*ref_dot)(int64_t K, const void *row, const void *act_q8_0);
+} tokd_packed_traits;
+
+/* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
+ * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file. */
+const tokd_packed_traits *tokd_packed_get(uint32_t type);
+/* The same, ignoring TOKD_REPACK (tests). */
+const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
+
+/* Activation row preparation with corrections -bias * sum(quants): the scalar
+ * statement (Q8_0's activation quantiser) and the AVX-512 one the table uses. */
+void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias);
+void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias);
+
+/* SIMD kernels (packed_avx512.c) */
+void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+
+#endif

@@ -1,0 +1,144 @@
+/* packed_avx512.c — the packed-layout products (packed.h) with AVX-512 VNNI.
+ *
+ * One call walks the activation rows eight at a time and, for each eight, every weight
+ * group: a block's quants are loaded (and for Q4_0 split into nibbles) once and serve
+ * all eight rows, each row's four-byte quant groups broadcast straight from memory into
+ * vpdpbusd. Each row keeps one float accumulator per group of 16 outputs, so the order
+ * of operations is exactly packed.h's contract: a block sum starts at the correction,
+ * takes eight exact vpdpbusd steps, and is folded in with one fma. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/packed.h"
+#include "util.h"
+
+#define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define INLINE static inline __attribute__((always_inline))
+#define MAX_R 8
+#ifndef PF_DIST
+#define PF_DIST 2048
+#endif
+
+INLINE int32_t ld_i32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+INLINE float ld_f32(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* The eight block-sum steps of activation row a (quants q, correction corr) against a
+ * block's eight weight vectors, in quant-group order 0..7. */
+TGT INLINE __m512i block_sum(const __m512i wv[8], const uint8_t *q, int32_t corr) {
+    __m512i s = _mm512_set1_epi32(corr), t = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(ld_i32(q + 4 * g)));
+        t = _mm512_dpbusd_epi32(t, wv[g + 4], _mm512_set1_epi32(ld_i32(q + 4 * g + 16)));
+    }
+    return _mm512_add_epi32(s, t);
+}
+
+/* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each):
+ * Q4 selects the nibble layout, else the Q8_0 one. */
+TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act, size_t as, int R,
+                           int q4, float *y, int64_t ldy) {
+    __m512 acc[MAX_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++, w += block_bytes) {
+        if (PF_DIST) {
+#pragma GCC unroll 9
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        __m512i wv[8];
+        if (q4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i v = _mm512_loadu_si512(w + 32 + 64 * c);
+                wv[c] = _mm512_and_si512(v, m4);
+                wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(w + 32 + 64 * g);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const uint8_t *a = act + (size_t)r * as;
+            __m512i s = block_sum(wv, a + b * 32, ld_i32(a + corr_off + 4 * b));
+            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ld_f32(a + dy_off + 4 * b)));
+            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+
+#define TILE_CASE(RR)                                                                           \
+    case RR:                                                                                    \
+        for (int64_t G = 0; G < n_groups; G++)                                                  \
+            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, a, as, RR, q4, yr + 16 * G, ldy); \
+        break;
+
+TGT INLINE void packed_gemm(int q4, int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                            const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 32;
+    const size_t block_bytes = q4 ? 16 * 18 : 16 * 34;
+    const uint8_t *wb = w;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        float *yr = y + r0 * ldy;
+        switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {
+            TILE_CASE(8)
+            TILE_CASE(7)
+            TILE_CASE(6)
+            TILE_CASE(5)
+            TILE_CASE(4)
+            TILE_CASE(3)
+            TILE_CASE(2)
+            TILE_CASE(1)
+        }
+    }
+}
+
+TGT void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
+TGT void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
+
+/* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
+ * Q8_0 activation quantiser (amax, q = round-to-even(x * 127/amax) within [-127, 127],
+ * d = amax/127 as fp16) in registers. vmaxps returns its second operand when the first
+ * is NaN, as fmaxf ignores a NaN |x|; vcvtps2dq rounds to even and turns NaN into
+ * INT_MIN, which the clamp makes -127, as the scalar quantiser does. */
+TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias) {
+    const int64_t nb = K / 32;
+    uint8_t *qs = dst;
+    float *dy = (float *)(qs + nb * 32);
+    int32_t *corr = (int32_t *)(dy + nb);
+    const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+    for (int64_t b = 0; b < nb; b++, x += 32) {
+        __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+        __m512 m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
+        float amax = _mm512_reduce_max_ps(m);
+        float id = amax != 0 ? 127.f / amax : 0.0f;
+        const __m512 vid = _mm512_set1_ps(id);
+        __m512i q0 = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid))));
+        __m512i q1 = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
+        _mm_storeu_si128((__m128i *)(qs + b * 32), _mm512_cvtepi32_epi8(q0));
+        _mm_storeu_si128((__m128i *)(qs + b * 32 + 16), _mm512_cvtepi32_epi8(q1));
+        dy[b] = tokd_f16_to_f32(tokd_f32_to_f16(amax / 127.f));
+        corr[b] = -bias * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    }
+}

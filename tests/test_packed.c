@@ -1,0 +1,152 @@
+/* test_packed.c — the packed weight layout (src/kernels/packed.h).
+ *
+ * For Q4_0 and Q8_0: random matrices are packed, activation rows prepared, and every
+ * output of the SIMD packed gemm must be bit-equal to the scalar contract (ref_dot, from
+ * the unpacked row and the Q8_0 activation blocks), for 1..17 and 33 activation rows
+ * (every tile width and tail), several K (odd block counts included) and group counts.
+ * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
+ * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
+ * and thread count. */
+#include <math.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "kernels/matmul.h"
+#include "kernels/packed.h"
+#include "kernels/quants.h"
+#include "kernels/types.h"
+#include "t.h"
+#include "util.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) & 0xFFFFFF) / (float)0x1000000 - 0.5f;
+}
+
+static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
+    const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(GGML_TYPE_Q8_0);
+    const int64_t Ks[] = {32, 96, 256, 2080};
+    const int64_t NA = 33;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int64_t K = Ks[ki], n_out = 48;
+        const size_t rb = tokd_row_bytes(tt, K), qb = tokd_row_bytes(at, K);
+        float *x = tokd_xmalloc(sizeof(float) * (size_t)(K * (n_out > NA ? n_out : NA)));
+        uint8_t *w = tokd_xmalloc(rb * (size_t)n_out);
+        for (int64_t i = 0; i < K * n_out; i++) x[i] = frand() * (i % 7 == 0 ? 8.0f : 1.0f);
+        for (int64_t o = 0; o < n_out; o++) tt->from_float(x + o * K, w + (size_t)o * rb, K);
+        /* activation rows: Q8_0 blocks for the contract, prepared rows for the kernel */
+        for (int64_t i = 0; i < K * NA; i++) x[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
+        uint8_t *q = tokd_xmalloc(qb * NA);
+        for (int64_t r = 0; r < NA; r++) at->from_float(x + r * K, q + (size_t)r * qb, K);
+        /* the two summation orders may differ by at most the classical bound of two
+           float sums of nb terms: 2 * nb * 2^-24 * sum |w_i a_i| */
+        float want[33][48], *wf = tokd_xmalloc(sizeof(float) * (size_t)K), *af = tokd_xmalloc(sizeof(float) * (size_t)K);
+        double worst = 0.0;
+        for (int64_t r = 0; r < NA; r++) {
+            at->to_float(q + (size_t)r * qb, af, K);
+            for (int64_t o = 0; o < n_out; o++) {
+                want[r][o] = pk->ref_dot(K, w + (size_t)o * rb, q + (size_t)r * qb);
+                float unpacked;
+                tt->vec_dot_ref(K, &unpacked, w + (size_t)o * rb, q + (size_t)r * qb);
+                tt->to_float(w + (size_t)o * rb, wf, K);
+                double mag = 0.0;
+                for (int64_t i = 0; i < K; i++) mag += fabs((double)wf[i] * af[i]);
+                double ratio = fabs((double)unpacked - want[r][o]) / (2.0 * (double)(K / 32) * 0x1p-24 * mag + 1e-30);
+                if (ratio > worst) worst = ratio;
+            }
+        }
+        free(wf);
+        free(af);
+        CHECK(worst <= 1.0, "%s K=%lld: packed contract vs vec_dot_ref at %.2f of the rounding bound", tt->name,
+              (long long)K, worst);
+
+        tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = n_out, .row_bytes = rb};
+        CHECK(tokd_matrix_pack(NULL, &W, pk) == 0, "%s pack", tt->name);
+        const size_t as = (pk->act_bytes(K) + 63) & ~(size_t)63;
+        uint8_t *act = tokd_aligned_alloc(as * NA);
+        for (int64_t r = 0; r < NA; r++) pk->prep(x + r * K, act + (size_t)r * as, K);
+        /* the SIMD preparation writes the scalar statement's bytes (x has a NaN, an
+           infinity-free block of zeros and the usual values) */
+        uint8_t *ref = tokd_aligned_alloc(as);
+        int prep_bad = 0;
+        for (int64_t r = 0; r < NA; r++) {
+            memset(ref, 0, as);
+            tokd_packed_prep_ref(x + r * K, ref, K, type == GGML_TYPE_Q4_0 ? 8 : 128);
+            prep_bad += memcmp(ref, act + (size_t)r * as, (size_t)(K / 32) * 40) != 0;
+        }
+        CHECK(prep_bad == 0, "%s K=%lld: %d prepared activation rows differ from the scalar statement", tt->name,
+              (long long)K, prep_bad);
+        float special[64] = {0};
+        special[3] = NAN;
+        for (int i = 32; i < 64; i++) special[i] = (float)(i - 48) * 0.37f;
+        uint8_t sa[64 * 40 / 32 + 64], sb[64 * 40 / 32 + 64];
+        tokd_packed_prep_ref(special, sa, 64, 8);
+        tokd_packed_prep_avx512(special, sb, 64, 8);
+        CHECK(memcmp(sa, sb, 80) == 0, "prep of a NaN block and a zero block differs from the scalar statement");
+        free(ref);
+        float y[33 * 48];
+        int bad = 0;
+        for (int64_t na = 1; na <= NA; na = na == 17 ? NA : na + 1) {
+            for (int64_t g0 = 0; g0 < 3; g0++) { /* groups [g0, 3) */
+                memset(y, 0xFF, sizeof y);
+                pk->gemm(K, 3 - g0, (uint8_t *)W.packed + (size_t)g0 * W.group_bytes, W.group_bytes, na, act, as,
+                         y + 16 * g0, n_out);
+                for (int64_t r = 0; r < na; r++)
+                    for (int64_t o = 16 * g0; o < n_out; o++)
+                        if (memcmp(&y[r * n_out + o], &want[r][o], 4)) bad++;
+            }
+        }
+        CHECK(bad == 0, "%s K=%lld: %d packed gemm outputs differ from the contract", tt->name, (long long)K, bad);
+
+        /* through tokd_matmul: any row count and thread count, same bits */
+        float *X = x, *Y1 = tokd_xmalloc(sizeof(float) * NA * n_out), *Y2 = tokd_xmalloc(sizeof(float) * NA * n_out);
+        void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(tt, K, NA));
+        tokd_matmul(pool2, &W, X, K, NA, Y1, n_out, scratch);
+        bad = 0;
+        for (int64_t r = 0; r < NA; r++) {
+            tokd_matmul(NULL, &W, X + r * K, K, 1, Y2 + r * n_out, n_out, scratch);
+            for (int64_t o = 0; o < n_out; o++)
+                if (memcmp(&Y1[r * n_out + o], &want[r][o], 4) || memcmp(&Y2[r * n_out + o], &want[r][o], 4)) bad++;
+        }
+        CHECK(bad == 0, "%s K=%lld: %d matmul outputs differ between 33 rows on 2 threads and 1 row on 1", tt->name,
+              (long long)K, bad);
+        free(scratch);
+        free(Y1);
+        free(Y2);
+        free(act);
+        free(W.packed);
+        free(q);
+        free(w);
+        free(x);
+    }
+}
+
+int main(void) {
+    tokd_kernels_init();
+    const tokd_cpu_features *c = tokd_cpu();
+    const int simd = c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma;
+    tokd_pool *pool2 = tokd_pool_new(2);
+    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0};
+    for (int i = 0; i < 2; i++) {
+        const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
+        if (!simd) {
+            /* no packed kernel on this CPU: matrices must stay unpacked */
+            CHECK(pk == NULL, "a packed form offered without AVX-512 VNNI");
+            continue;
+        }
+        CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
+        if (pk) check_type(types[i], pk, pool2);
+    }
+    /* types without a packed form, and odd row counts, stay unpacked */
+    CHECK(tokd_packed_get_any(GGML_TYPE_Q6_K) == NULL, "Q6_K has no packed form");
+    if (simd) {
+        tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
+        CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,
+              "40 rows are not a whole number of groups");
+    }
+    tokd_pool_free(pool2);
+    T_DONE();
+}
