@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
+#include "attention.h"
 #include "kvcache.h"
 #include "model.h"
 
@@ -27,7 +30,8 @@ struct tokd_ctx {
     tokd_pool *pool;
     /* scratch, n_batch rows each */
     float *x, *xb, *q, *k, *v, *att, *hg, *hu, *rope;
-    float *scores; /* attention: n_ctx per pool thread */
+    float *scores; /* attention scratch: scores_per_thread floats per pool thread */
+    size_t scores_per_thread;
     void *act;
     int32_t *seq_new;  /* per sequence: entries in the current batch */
 };
@@ -72,7 +76,8 @@ uint64_t tokd_scratch_bytes(const tokd_model *m, const tokd_ctx_params *p) {
     scratch_sizes(m, p->n_batch > 0 ? p->n_batch : 512, &sz);
     int64_t n_ctx = p->n_ctx > 0 ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     int64_t n_thr = p->n_threads > 0 ? p->n_threads : tokd_physical_cores();
-    return sz.x + sz.xb + 2 * sz.q + 2 * sz.kv + 2 * sz.ff + sz.rope + sz.act + (uint64_t)(n_thr * n_ctx) * sizeof(float);
+    uint64_t scores = (uint64_t)(m->hp.n_head / m->hp.n_head_kv) * (uint64_t)((n_ctx + 15) & ~(int64_t)15);
+    return sz.x + sz.xb + 2 * sz.q + 2 * sz.kv + 2 * sz.ff + sz.rope + sz.act + (uint64_t)n_thr * scores * sizeof(float);
 }
 
 tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_err *err) {
@@ -111,7 +116,9 @@ tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_
     c->hu = tokd_aligned_alloc(sz.ff);
     c->rope = tokd_aligned_alloc(sz.rope);
     c->act = tokd_aligned_alloc(sz.act);
-    c->scores = tokd_aligned_alloc((size_t)tokd_pool_size(c->pool) * (size_t)p.n_ctx * sizeof(float));
+    /* per thread: one score row per query head of a KV-head group, padded to 16 */
+    c->scores_per_thread = (size_t)(m->hp.n_head / m->hp.n_head_kv) * (((size_t)p.n_ctx + 15) & ~(size_t)15);
+    c->scores = tokd_aligned_alloc((size_t)tokd_pool_size(c->pool) * c->scores_per_thread * sizeof(float));
     return c;
 }
 
@@ -184,18 +191,12 @@ static void rope_apply(float *x, int32_t n_heads, int32_t head_dim, const float 
     }
 }
 
-/* Element-wise vector helpers. Each output element depends on its own inputs only (no
- * reduction), so the ISA-specific clones give identical bits; clones just go faster. */
-#define TOKD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
-TOKD_CLONES static void vec_axpy(float *y, float a, const float *x, int32_t n) {
-    for (int32_t i = 0; i < n; i++) y[i] += a * x[i];
-}
 
 typedef struct {
     tokd_ctx *c;
     const tokd_batch_entry *e;
     int32_t n, layer;
+    _Atomic int64_t next; /* next task to hand out, starts at the pool size */
 } attn_job;
 
 /* Round to the nearest F16 value (ties to even), kept in a float. */
@@ -226,115 +227,24 @@ static void f16_round_n(float *dst, const float *src, float mul, int32_t n) {
     for (int32_t i = 0; i < n; i++) dst[i] = f16_round(src[i] * mul);
 }
 
-/* acc[0..16*NV) += p[t] * v_t for t < cnt (v_t = vb + t*stride), in t order: the same
- * multiply-then-add per element as vec_axpy, with acc held in registers. */
-#define PV_512(NV)                                                                                     \
-    TOKD_T512 static void pv_##NV(float *acc, const float *p, const float *vb, size_t stride, int32_t cnt) { \
-        __m512 a[NV];                                                                                  \
-        for (int k = 0; k < NV; k++) a[k] = _mm512_loadu_ps(acc + 16 * k);                             \
-        for (int32_t t = 0; t < cnt; t++) {                                                            \
-            __m512 pv = _mm512_set1_ps(p[t]);                                                          \
-            const float *v = vb + (size_t)t * stride;                                                  \
-            for (int k = 0; k < NV; k++) a[k] = _mm512_add_ps(a[k], _mm512_mul_ps(pv, _mm512_loadu_ps(v + 16 * k))); \
-        }                                                                                              \
-        for (int k = 0; k < NV; k++) _mm512_storeu_ps(acc + 16 * k, a[k]);                             \
-    }
-PV_512(2)
-PV_512(4)
-PV_512(8)
-
-/* The F32 row dot product (types.h: element i into lane i%32, tokd_reduce32) of k and q
- * for n a multiple of 32, inline with the reduction tree in registers: the same
- * operations in the same order as the F32 row's vec_dot, without the call and the
- * round trip through memory. */
-TOKD_T512 static inline float dot32_512(const float *k, const float *q, int32_t n) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
-    for (int32_t i = 0; i < n; i += 32) {
-        a0 = _mm512_add_ps(a0, _mm512_mul_ps(_mm512_loadu_ps(k + i), _mm512_loadu_ps(q + i)));
-        a1 = _mm512_add_ps(a1, _mm512_mul_ps(_mm512_loadu_ps(k + i + 16), _mm512_loadu_ps(q + i + 16)));
-    }
-    __m512 r16 = _mm512_add_ps(a0, a1);                                               /* s[l] + s[l+16] */
-    __m256 r8 = _mm256_add_ps(_mm512_castps512_ps256(r16), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r16), 1))); /* + [l+8] */
-    __m128 r4 = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));  /* a[l] + a[l+4] */
-    __m128 r2 = _mm_add_ps(r4, _mm_movehl_ps(r4, r4));                                 /* r0+r2, r1+r3 */
-    return _mm_cvtss_f32(_mm_add_ss(r2, _mm_shuffle_ps(r2, r2, 1)));
-}
-TOKD_T512 static void scores_512(float *scores, const float *kb, size_t stride, const float *q, int32_t hd,
-                                 int32_t cnt, float scale, float *m) {
-    float mx = *m;
-    for (int32_t t = 0; t < cnt; t++) {
-        float sc = dot32_512(kb + (size_t)t * stride, q, hd) * scale;
-        scores[t] = sc;
-        if (sc > mx) mx = sc;
-    }
-    *m = mx;
-}
-
-/* One (entry, head) per task, as llama.cpp's CPU graph computes attention over its F16
- * KV cache (without flash attention): q rounded to F16; scores q.k * scale for every
- * position (K already F16 in the cache, so the products are exact in F32); a full
- * softmax (max, exp, sum in double, times the float reciprocal); each probability
- * rounded to F16; then sum of p * v in position order. Quantized models carry these
- * F16 roundings into their activation quantisation, so they are needed to agree with
- * the reference; every reduction runs in absolute position order. */
+/* One (entry, KV head) per task, taken from a shared counter: all the query heads that
+ * share the KV head go through attention.c together (each K and V row read once for
+ * them). The arithmetic, and why it rounds to F16 where it does, is in attention.h. */
 static void attention_task(void *arg, int ith, int nth) {
     attn_job *j = arg;
     tokd_ctx *c = j->c;
     const tokd_hparams *hp = &c->m->hp;
-    const int32_t hd = hp->head_dim, bs = c->kv.block_size, kv_dim = c->kv.kv_dim;
-    const int32_t group = hp->n_head / hp->n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
-    float *scores = c->scores + (size_t)ith * (size_t)c->p.n_ctx; /* one per position */
-    float acc[4096], qh[4096];
-    /* q.k with the F32 row's dot product: SIMD, reduction order fixed by head_dim */
-    const tokd_vec_dot_fn dot_f32 = tokd_type_get(GGML_TYPE_F32)->vec_dot;
-    const bool fast = use_512() && bs <= 4096;
-    for (int64_t task = ith; task < (int64_t)j->n * hp->n_head; task += nth) {
-        int32_t ei = (int32_t)(task / hp->n_head), h = (int32_t)(task % hp->n_head);
+    const int32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+    float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
+    const int64_t n_tasks = (int64_t)j->n * hp->n_head_kv;
+    for (int64_t task = ith; task < n_tasks; task = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
+        int32_t ei = (int32_t)(task / hp->n_head_kv), kvh = (int32_t)(task % hp->n_head_kv);
         const tokd_batch_entry *e = &j->e[ei];
-        const tokd_seq_table *s = &c->seqs[e->seq];
-        const float *q = c->q + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
-        const int32_t kvh = h / group;
-        f16_round_n(qh, q, 1.0f, hd);
-        for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
-        float m = -INFINITY;
-        for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
-            int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
-            const float *kb = tokd_kv_k_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
-            if (fast && hd % 32 == 0) {
-                scores_512(scores + t0, kb, (size_t)kv_dim, qh, hd, cnt, scale, &m);
-                continue;
-            }
-            for (int32_t t = 0; t < cnt; t++) {
-                float dot;
-                dot_f32(hd, &dot, kb + (size_t)t * kv_dim, qh);
-                scores[t0 + t] = dot * scale;
-                if (scores[t0 + t] > m) m = scores[t0 + t];
-            }
-        }
-        double sum = 0.0;
-        for (int32_t t = 0; t <= e->pos; t++) {
-            scores[t] = expf(scores[t] - m);
-            sum += (double)scores[t];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int32_t t0 = 0; t0 <= e->pos; t0 += bs) {
-            int32_t cnt = e->pos - t0 + 1 < bs ? e->pos - t0 + 1 : bs;
-            const float *vb = tokd_kv_v_at(&c->kv, s->blocks[t0 / bs], j->layer) + (size_t)kvh * hd;
-            float p[4096];
-            f16_round_n(p, scores + t0, inv, cnt);
-            if (fast && hd == 32)
-                pv_2(acc, p, vb, (size_t)kv_dim, cnt);
-            else if (fast && hd == 64)
-                pv_4(acc, p, vb, (size_t)kv_dim, cnt);
-            else if (fast && hd == 128)
-                pv_8(acc, p, vb, (size_t)kv_dim, cnt);
-            else
-                for (int32_t t = 0; t < cnt; t++) vec_axpy(acc, p[t], vb + (size_t)t * kv_dim, hd);
-        }
-        float *out = c->att + (size_t)ei * hp->n_head * hd + (size_t)h * hd;
-        for (int32_t d = 0; d < hd; d++) out[d] = acc[d];
+        size_t off = (size_t)ei * hp->n_head * hd + (size_t)kvh * group * hd;
+        tokd_attention(&c->kv, c->seqs[e->seq].blocks, j->layer, kvh, e->pos + 1, c->q + off, group, hd, c->att + off,
+                       scratch);
     }
+    (void)nth;
 }
 
 /* ---- element-wise stages across the pool ------------------------------------------
@@ -459,7 +369,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             f16_round_n(kc, k, 1.0f, kvd);
             f16_round_n(vc, v, 1.0f, kvd);
         }
-        attn_job aj = {c, e, n, l};
+        attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
         tokd_pool_run(pool, attention_task, &aj);
         tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
         add_into(pool, c->x, c->xb, (int64_t)n * E);

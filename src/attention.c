@@ -1,0 +1,303 @@
+/* attention.c — see attention.h.
+ *
+ * The SIMD path takes all the query heads of one KV head at once, 16 keys at a time (a
+ * KV page is 16 positions, or a multiple): each key row is read once for every head.
+ * Sixteen dot products are folded into one vector of 16 scores by a butterfly of
+ * 128-bit and 32-bit shuffles whose additions are exactly those of the F32 row tree
+ * (lane l + lane l+16, then l+8, l+4, l+2, l+1), so no horizontal sums are left per key.
+ * The exponentials, the double sum and the F16 rounding of probabilities then run 16
+ * lanes wide, and the weighted sum of V keeps several heads' accumulators in registers
+ * while each V row is loaded once.
+ *
+ * Both products, k * qh and p * v, multiply two F16 values (11 significant bits each),
+ * so they are exact in F32: a fused multiply-add gives the same bits as the statement's
+ * multiply, then add, and the vector code uses it. */
+#include "attention.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "kernels/quants.h"
+#include "kernels/types.h"
+#include "util.h"
+
+#define MAX_HD 4096
+
+/* ---- the exponential ---- */
+
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f     /* 9 significant bits: n * LN2_HI is exact for |n| <= 2^15 */
+#define EXP_LN2_LO -2.12194440e-4f  /* ln 2 - LN2_HI */
+#define EXP_MAGIC 12582912.0f       /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
+#define EXP_C7 (1.0f / 5040.0f)
+#define EXP_C6 (1.0f / 720.0f)
+#define EXP_C5 (1.0f / 120.0f)
+#define EXP_C4 (1.0f / 24.0f)
+#define EXP_C3 (1.0f / 6.0f)
+#define EXP_C2 0.5f
+
+static inline float pow2i(int32_t k) { /* 2^k for -126 <= k <= 127 */
+    uint32_t b = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+float tokd_exp_neg(float x) {
+    x = x < -104.0f ? -104.0f : x; /* NaN stays NaN, as in the vector code */
+    x = x > 0.0f ? 0.0f : x;
+    float y = x * EXP_LOG2E;
+    float t = y + EXP_MAGIC;
+    float n = t - EXP_MAGIC;
+    uint32_t tb;
+    memcpy(&tb, &t, 4);
+    int32_t ni = (int32_t)(tb & 0x007fffff) - 0x00400000;
+    float r = fmaf(n, -EXP_LN2_HI, x);
+    r = fmaf(n, -EXP_LN2_LO, r);
+    float p = EXP_C7;
+    p = fmaf(p, r, EXP_C6);
+    p = fmaf(p, r, EXP_C5);
+    p = fmaf(p, r, EXP_C4);
+    p = fmaf(p, r, EXP_C3);
+    p = fmaf(p, r, EXP_C2);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    int32_t n1 = ni >> 1, n2 = ni - n1; /* both in [-75, 0]: 2^n1, 2^n2 are normal */
+    p = p * pow2i(n1);
+    return p * pow2i(n2);
+}
+
+static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
+
+/* ---- the scalar statement ---- */
+
+void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                        const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
+    const int32_t bs = kv->block_size, kvd = kv->kv_dim;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float qh[MAX_HD];
+    for (int32_t g = 0; g < group; g++) {
+        float *s = scratch;
+        for (int32_t i = 0; i < hd; i++) qh[i] = f16_round(q[(size_t)g * hd + i]);
+        float m = -INFINITY;
+        for (int32_t t = 0; t < n_keys; t++) {
+            const float *k = tokd_kv_k_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * hd;
+            float lane[32] = {0};
+            for (int32_t i = 0; i < hd; i++) {
+                float prod = k[i] * qh[i];
+                lane[i % 32] = lane[i % 32] + prod;
+            }
+            float sc = tokd_reduce32(lane) * scale;
+            s[t] = sc;
+            if (sc > m) m = sc;
+        }
+        double lanes[16] = {0};
+        for (int32_t t = 0; t < n_keys; t++) {
+            s[t] = tokd_exp_neg(s[t] - m);
+            lanes[t % 16] += (double)s[t];
+        }
+        for (int w = 8; w >= 1; w /= 2)
+            for (int i = 0; i < w; i++) lanes[i] = lanes[i] + lanes[i + w];
+        const float inv = (float)(1.0 / lanes[0]);
+        float *o = out + (size_t)g * hd;
+        for (int32_t i = 0; i < hd; i++) o[i] = 0.0f;
+        for (int32_t t = 0; t < n_keys; t++) {
+            const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * hd;
+            float prob = s[t] * inv;
+            prob = f16_round(prob);
+            for (int32_t i = 0; i < hd; i++) {
+                float prod = prob * v[i];
+                o[i] = o[i] + prod;
+            }
+        }
+    }
+}
+
+/* ---- AVX-512 ---- */
+
+#define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+#define INLINE static inline __attribute__((always_inline))
+
+TGT INLINE __m512 exp_neg16(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* second operand returned when it is NaN */
+    x = _mm512_min_ps(_mm512_setzero_ps(), x);
+    __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E));
+    __m512 t = _mm512_add_ps(y, _mm512_set1_ps(EXP_MAGIC));
+    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(EXP_MAGIC));
+    __m512i ni = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x007fffff)),
+                                  _mm512_set1_epi32(0x00400000));
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_C7);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23)));
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+}
+
+/* Fold two vectors of per-lane partial sums: the result's 128-bit chunk j holds, for the
+ * four keys it carries, lane l + lane l+W of each (W = 8, then 4 within chunks). */
+TGT INLINE __m512 fold8(__m512 a, __m512 b) { /* a: key x r16, b: key y r16 -> [x r8 | y r8] */
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+TGT INLINE __m512 fold4(__m512 a, __m512 b) { /* [x r8|y r8],[z r8|w r8] -> [x r4|y r4|z r4|w r4] */
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+TGT INLINE __m512 fold2(__m512 a, __m512 b) { /* per chunk: [a0+a2, a1+a3, b0+b2, b1+b3] */
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+TGT INLINE __m512 fold1(__m512 a, __m512 b) { /* per chunk: [a0+a1, a2+a3, b0+b1, b2+b3] */
+    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* key_slot[j]: the lane of the folded vector that holds key j (found once by folding
+ * sixteen constant vectors: key j's lane then holds 16 * j). */
+static int32_t key_slot[16];
+static pthread_once_t key_slot_once = PTHREAD_ONCE_INIT;
+TGT static void key_slot_init(void) {
+    __m512 r16[16], r8[8], r4[4], r2[2];
+    for (int j = 0; j < 16; j++) r16[j] = _mm512_set1_ps((float)j);
+    for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);
+    for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);
+    for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);
+    float lane[16];
+    _mm512_storeu_ps(lane, fold1(r2[0], r2[1]));
+    for (int l = 0; l < 16; l++) key_slot[(int)(lane[l] / 16.0f)] = l;
+}
+
+/* The 16 dot products of qh (NV vectors) with the key rows k, k + kvd, ..., in key
+ * order: each is the F32 row tree of types.h. */
+#define DOT16(NV)                                                                                      \
+    TGT INLINE __m512 dot16_##NV(const float *k, size_t kvd, const __m512 *qv, __m512i order) {       \
+        __m512 r16[16];                                                                                \
+        for (int j = 0; j < 16; j++) {                                                                 \
+            const float *kr = k + (size_t)j * kvd;                                                     \
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
+            for (int c = 0; c < NV; c += 2) {                                                          \
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a0);            \
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c + 16), qv[c + 1], a1);   \
+            }                                                                                          \
+            r16[j] = _mm512_add_ps(a0, a1);                                                            \
+        }                                                                                              \
+        __m512 r8[8], r4[4], r2[2];                                                                    \
+        for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);                         \
+        for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);                           \
+        for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);                           \
+        return _mm512_permutexvar_ps(order, fold1(r2[0], r2[1]));                                      \
+    }
+
+#define ATTN_512(NV)                                                                                   \
+    DOT16(NV)                                                                                          \
+    TGT static void attn_512_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,  \
+                                  int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
+        enum { HD = 16 * NV, HC = 16 / NV };                                                           \
+        const int32_t bs = kv->block_size;                                                             \
+        const size_t kvd = (size_t)kv->kv_dim;                                                         \
+        const int32_t n_pad = (n_keys + 15) & ~15;                                                     \
+        const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
+        const __m512i order = _mm512_loadu_si512(key_slot);                                            \
+        float inv[256];                                                                                \
+        for (int32_t g = 0; g < group; g++) {                                                          \
+            float *s = scratch + (size_t)g * n_pad;                                                    \
+            __m512 qv[NV];                                                                             \
+            for (int c = 0; c < NV; c++)                                                               \
+                qv[c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g * HD + 16 * c),   \
+                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));  \
+            __m512 mv = _mm512_set1_ps(-INFINITY);                                                     \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
+                const float *k = tokd_kv_k_at(kv, blocks[t0 / bs], layer) + (size_t)(t0 % bs) * kvd +   \
+                                 (size_t)kvh * HD;                                                     \
+                __m512 sc = _mm512_mul_ps(dot16_##NV(k, kvd, qv, order), scale);                       \
+                __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
+                mv = _mm512_mask_max_ps(mv, valid, mv, sc);                                            \
+                _mm512_storeu_ps(s + t0, sc);                                                          \
+            }                                                                                          \
+            const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));                                 \
+            __m512d sa = _mm512_setzero_pd(), sb = sa;                                                 \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
+                __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
+                __m512 e = _mm512_maskz_mov_ps(valid, exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + t0), m))); \
+                _mm512_storeu_ps(s + t0, e);                                                           \
+                sa = _mm512_add_pd(sa, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));                    \
+                sb = _mm512_add_pd(sb, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)))); \
+            }                                                                                          \
+            __m512d s8 = _mm512_add_pd(sa, sb);                                                        \
+            __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));     \
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));         \
+            double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                       \
+            inv[g] = (float)(1.0 / sum);                                                               \
+            const __m512 iv = _mm512_set1_ps(inv[g]);                                                  \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
+                __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + t0), iv);                                \
+                _mm512_storeu_ps(s + t0, _mm512_cvtph_ps(_mm512_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+            }                                                                                          \
+        }                                                                                              \
+        for (int32_t g0 = 0; g0 < group; g0 += HC) {                                                   \
+            const int hc = group - g0 < HC ? group - g0 : HC;                                          \
+            __m512 acc[HC][NV];                                                                        \
+            for (int h = 0; h < HC; h++)                                                               \
+                for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();                          \
+            for (int32_t t = 0; t < n_keys; t++) {                                                     \
+                const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd +    \
+                                 (size_t)kvh * HD;                                                     \
+                __m512 vv[NV];                                                                         \
+                for (int c = 0; c < NV; c++) vv[c] = _mm512_loadu_ps(v + 16 * c);                      \
+                for (int h = 0; h < HC; h++) {                                                         \
+                    if (h >= hc) break;                                                                \
+                    const __m512 pb = _mm512_set1_ps(scratch[(size_t)(g0 + h) * n_pad + t]);          \
+                    for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
+                }                                                                                      \
+            }                                                                                          \
+            for (int h = 0; h < hc; h++)                                                               \
+                for (int c = 0; c < NV; c++) _mm512_storeu_ps(out + (size_t)(g0 + h) * HD + 16 * c, acc[h][c]); \
+        }                                                                                              \
+    }
+
+ATTN_512(2)
+ATTN_512(4)
+ATTN_512(8)
+
+TGT static void exp_neg_512(const float *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp_neg16(_mm512_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] = tokd_exp_neg(x[i]);
+}
+
+static bool use_512(void) {
+    const tokd_cpu_features *f = tokd_cpu();
+    return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
+}
+
+void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
+    if (use_512()) {
+        exp_neg_512(x, y, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) y[i] = tokd_exp_neg(x[i]);
+}
+
+void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                    const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
+    if (use_512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0) {
+        pthread_once(&key_slot_once, key_slot_init);
+        switch (hd) {
+        case 32: attn_512_2(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return;
+        case 64: attn_512_4(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return;
+        case 128: attn_512_8(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return;
+        default: break;
+        }
+    }
+    tokd_attention_ref(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
+}

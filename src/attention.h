@@ -1,0 +1,41 @@
+/* attention.h — softmax attention of one position's query heads over a paged KV cache.
+ *
+ * Owned here: the arithmetic of attention, stated once in scalar code
+ * (tokd_attention_ref) and implemented again with AVX-512 for the heads that share one
+ * KV head (grouped-query attention), bit for bit. forward.c only schedules it.
+ *
+ * The numerics, for query head q (already in the caller's layout) over keys 0..n-1:
+ *   qh = q rounded to F16 (llama.cpp's F16 cache multiplies F16 q by F16 K);
+ *   s_t = dot(qh, k_t) * scale, dot in the F32 row order of types.h (element i into
+ *         lane i%32 from zero, then tokd_reduce32's tree);
+ *   m = max s_t;  e_t = tokd_exp_neg(s_t - m)  (below: one fixed polynomial);
+ *   S = sum of e_t in double: lane t%16 accumulates in t order, then the lanes fold
+ *       i + 8, i + 4, i + 2, i + 1;   inv = (float)(1 / S);
+ *   p_t = e_t * inv rounded to F16;  out = sum over t, in order, of p_t * v_t
+ *         (multiply, then add, per element).
+ * Every step depends only on the query and the keys at absolute positions 0..n-1, never
+ * on the batch around it: batch invariance. */
+#ifndef TOKD_ATTENTION_H
+#define TOKD_ATTENTION_H
+
+#include <stdint.h>
+
+#include "kvcache.h"
+
+/* exp(x) for x <= 0 (larger x is clamped to 0): Cody–Waite reduction by ln 2, a degree-7
+ * polynomial, scaling by 2^n in two exact steps. Within 2 ulp of exp; 0 below -104. */
+float tokd_exp_neg(float x);
+/* y[i] = tokd_exp_neg(x[i]), 16 at a time where the CPU has AVX-512 (the same bits). */
+void tokd_exp_neg_n(const float *x, float *y, int64_t n);
+
+/* The group heads q[g*hd ..] (g < group) that share KV head kvh, at a position seeing
+ * keys 0..n_keys-1 of layer `layer` through the block table `blocks`: writes
+ * out[g*hd ..]. scratch holds group * (n_keys rounded up to 16) floats. */
+void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                    const float *q, int32_t group, int32_t hd, float *out, float *scratch);
+
+/* The scalar statement of the same (any hd). */
+void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                        const float *q, int32_t group, int32_t hd, float *out, float *scratch);
+
+#endif
