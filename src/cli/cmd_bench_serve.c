@@ -3,7 +3,8 @@
  * requests with fixed prompts, a fixed output length (ignore_eos) and fixed sampling,
  * optionally sharing a prefix; it reports requests/s, output tokens/s, and time to first
  * token and inter-token latency percentiles. Keep model, prompts, output length,
- * sampling and concurrency fixed when comparing runs. */
+ * sampling and concurrency fixed when comparing runs. --seed S picks another set of
+ * prompts (same lengths), so that repeated runs do not hit the prefix cache. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 typedef struct {
     const char *host, *api_key;
     int port, conc, n_req, max_tokens, prompt_words, shared_words;
+    uint64_t seed; /* varies the prompts between runs (a cold prefix cache each time) */
     double temp;
     atomic_int next;
     pthread_mutex_t mu;
@@ -35,7 +37,7 @@ static const char *words[] = {"Lily", "Tom", "park", "dog", "ball", "tree", "hap
 static void make_prompt(bench *b, int i, tokd_buf *out) {
     tokd_buf_append(out, "", 0);
     for (int w = 0; w < b->shared_words; w++) tokd_buf_appendf(out, "%s ", words[(w * 7) % 20]);
-    uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ULL + 1;
+    uint64_t x = ((uint64_t)i + b->seed * 0x100000001b3ULL) * 0x9e3779b97f4a7c15ULL + 1;
     for (int w = 0; w < b->prompt_words; w++) {
         x ^= x >> 33;
         x *= 0xff51afd7ed558ccdULL;
@@ -160,6 +162,9 @@ int cmd_bench_serve(int argc, char **argv) {
         } else if ((r = cli_opt(argc, argv, &i, "--shared-prefix-words", NULL, &v))) {
             if (r < 0 || cli_int("bench-serve", "--shared-prefix-words", v, 0, 1 << 20, &lv)) return 2;
             b.shared_words = (int)lv;
+        } else if ((r = cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
+            if (r < 0 || cli_int("bench-serve", "--seed", v, 0, 1 << 30, &lv)) return 2;
+            b.seed = (uint64_t)lv;
         } else if ((r = cli_opt(argc, argv, &i, "--temp", NULL, &v))) {
             if (r < 0 || cli_float("bench-serve", "--temp", v, 0, 2, &dv)) return 2;
             b.temp = dv;
