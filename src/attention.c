@@ -23,52 +23,9 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "util.h"
+#include "vecmath.h"
 
 #define MAX_HD 4096
-
-/* ---- the exponential ---- */
-
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_LN2_HI 0.693359375f     /* 9 significant bits: n * LN2_HI is exact for |n| <= 2^15 */
-#define EXP_LN2_LO -2.12194440e-4f  /* ln 2 - LN2_HI */
-#define EXP_MAGIC 12582912.0f       /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
-#define EXP_C7 (1.0f / 5040.0f)
-#define EXP_C6 (1.0f / 720.0f)
-#define EXP_C5 (1.0f / 120.0f)
-#define EXP_C4 (1.0f / 24.0f)
-#define EXP_C3 (1.0f / 6.0f)
-#define EXP_C2 0.5f
-
-static inline float pow2i(int32_t k) { /* 2^k for -126 <= k <= 127 */
-    uint32_t b = (uint32_t)(k + 127) << 23;
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-float tokd_exp_neg(float x) {
-    x = x < -104.0f ? -104.0f : x; /* NaN stays NaN, as in the vector code */
-    x = x > 0.0f ? 0.0f : x;
-    float y = x * EXP_LOG2E;
-    float t = y + EXP_MAGIC;
-    float n = t - EXP_MAGIC;
-    uint32_t tb;
-    memcpy(&tb, &t, 4);
-    int32_t ni = (int32_t)(tb & 0x007fffff) - 0x00400000;
-    float r = fmaf(n, -EXP_LN2_HI, x);
-    r = fmaf(n, -EXP_LN2_LO, r);
-    float p = EXP_C7;
-    p = fmaf(p, r, EXP_C6);
-    p = fmaf(p, r, EXP_C5);
-    p = fmaf(p, r, EXP_C4);
-    p = fmaf(p, r, EXP_C3);
-    p = fmaf(p, r, EXP_C2);
-    p = fmaf(p, r, 1.0f);
-    p = fmaf(p, r, 1.0f);
-    int32_t n1 = ni >> 1, n2 = ni - n1; /* both in [-75, 0]: 2^n1, 2^n2 are normal */
-    p = p * pow2i(n1);
-    return p * pow2i(n2);
-}
 
 static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
 
@@ -120,30 +77,6 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
 
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 #define INLINE static inline __attribute__((always_inline))
-
-TGT INLINE __m512 exp_neg16(__m512 x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* second operand returned when it is NaN */
-    x = _mm512_min_ps(_mm512_setzero_ps(), x);
-    __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E));
-    __m512 t = _mm512_add_ps(y, _mm512_set1_ps(EXP_MAGIC));
-    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(EXP_MAGIC));
-    __m512i ni = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x007fffff)),
-                                  _mm512_set1_epi32(0x00400000));
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EXP_C7);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23)));
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
-}
 
 /* Fold two vectors of per-lane partial sums: the result's 128-bit chunk j holds, for the
  * four keys it carries, lane l + lane l+W of each (W = 8, then 4 within chunks). */
@@ -228,7 +161,7 @@ TGT static void key_slot_init(void) {
             __m512d sa = _mm512_setzero_pd(), sb = sa;                                                 \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
                 __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
-                __m512 e = _mm512_maskz_mov_ps(valid, exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + t0), m))); \
+                __m512 e = _mm512_maskz_mov_ps(valid, tokd_exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + t0), m))); \
                 _mm512_storeu_ps(s + t0, e);                                                           \
                 sa = _mm512_add_pd(sa, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));                    \
                 sb = _mm512_add_pd(sb, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)))); \
@@ -269,23 +202,9 @@ ATTN_512(2)
 ATTN_512(4)
 ATTN_512(8)
 
-TGT static void exp_neg_512(const float *x, float *y, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp_neg16(_mm512_loadu_ps(x + i)));
-    for (; i < n; i++) y[i] = tokd_exp_neg(x[i]);
-}
-
 static bool use_512(void) {
     const tokd_cpu_features *f = tokd_cpu();
     return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
-}
-
-void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
-    if (use_512()) {
-        exp_neg_512(x, y, n);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) y[i] = tokd_exp_neg(x[i]);
 }
 
 void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,

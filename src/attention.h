@@ -8,7 +8,7 @@
  *   qh = q rounded to F16 (llama.cpp's F16 cache multiplies F16 q by F16 K);
  *   s_t = dot(qh, k_t) * scale, dot in the F32 row order of types.h (element i into
  *         lane i%32 from zero, then tokd_reduce32's tree);
- *   m = max s_t;  e_t = tokd_exp_neg(s_t - m)  (below: one fixed polynomial);
+ *   m = max s_t;  e_t = tokd_exp_neg(s_t - m)  (vecmath.h: one fixed polynomial);
  *   S = sum of e_t in double: lane t%16 accumulates in t order, then the lanes fold
  *       i + 8, i + 4, i + 2, i + 1;   inv = (float)(1 / S);
  *   p_t = e_t * inv rounded to F16;  out = sum over t, in order, of p_t * v_t
@@ -21,12 +21,6 @@
 #include <stdint.h>
 
 #include "kvcache.h"
-
-/* exp(x) for x <= 0 (larger x is clamped to 0): Cody–Waite reduction by ln 2, a degree-7
- * polynomial, scaling by 2^n in two exact steps. Within 2 ulp of exp; 0 below -104. */
-float tokd_exp_neg(float x);
-/* y[i] = tokd_exp_neg(x[i]), 16 at a time where the CPU has AVX-512 (the same bits). */
-void tokd_exp_neg_n(const float *x, float *y, int64_t n);
 
 /* The group heads q[g*hd ..] (g < group) that share KV head kvh, at a position seeing
  * keys 0..n_keys-1 of layer `layer` through the block table `blocks`: writes

@@ -21,6 +21,7 @@
 #include "attention.h"
 #include "kvcache.h"
 #include "model.h"
+#include "vecmath.h"
 
 struct tokd_ctx {
     const tokd_model *m;
@@ -262,10 +263,7 @@ typedef struct {
 static void ew_range(ew_job *j, int64_t i0, int64_t i1) {
     switch (j->kind) {
     case 0:
-        for (int64_t i = i0; i < i1; i++) {
-            float g = j->a[i];
-            j->a[i] = g / (1.0f + expf(-g)) * j->b[i];
-        }
+        tokd_swiglu_n(j->a + i0, j->b + i0, i1 - i0);
         break;
     case 1:
         for (int64_t i = i0; i < i1; i++) j->a[i] += j->b[i];

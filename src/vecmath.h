@@ -1,0 +1,63 @@
+/* vecmath.h — the transcendental functions of the forward pass, in one fixed form.
+ *
+ * libm's expf is scalar and its last bit is the library's business. These are stated
+ * once as a sequence of float operations (scalar code in vecmath.c) and computed again
+ * 16 lanes wide with AVX-512 by the same operations, so either path gives the same bits
+ * and batch invariance never depends on which ran. */
+#ifndef TOKD_VECMATH_H
+#define TOKD_VECMATH_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+/* exp(x) for x <= 0 (larger x is clamped to 0): Cody–Waite reduction by ln 2, a degree-7
+ * polynomial, scaling by 2^n in two exact steps. Within 2 ulp of exp; 0 below -104. */
+float tokd_exp_neg(float x);
+/* y[i] = tokd_exp_neg(x[i]) (16 at a time where the CPU has AVX-512; the same bits). */
+void tokd_exp_neg_n(const float *x, float *y, int64_t n);
+
+/* SwiGLU in place: g[i] = silu(g[i]) * u[i], silu(g) = g / (1 + E) for g >= 0 and
+ * (g * E) / (1 + E) below, E = tokd_exp_neg(-|g|) (never overflows). */
+float tokd_silu(float g);
+void tokd_swiglu_n(float *g, const float *u, int64_t n);
+
+/* ---- for the AVX-512 code of other modules ---- */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f     /* 9 significant bits: n * LN2_HI is exact for |n| <= 2^15 */
+#define EXP_LN2_LO -2.12194440e-4f  /* ln 2 - LN2_HI */
+#define EXP_MAGIC 12582912.0f       /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
+#define EXP_C7 (1.0f / 5040.0f)
+#define EXP_C6 (1.0f / 720.0f)
+#define EXP_C5 (1.0f / 120.0f)
+#define EXP_C4 (1.0f / 24.0f)
+#define EXP_C3 (1.0f / 6.0f)
+#define EXP_C2 0.5f
+
+
+#define TOKD_VECMATH_TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+TOKD_VECMATH_TGT static inline __attribute__((always_inline)) __m512 tokd_exp_neg16(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* second operand returned when it is NaN */
+    x = _mm512_min_ps(_mm512_setzero_ps(), x);
+    __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E));
+    __m512 t = _mm512_add_ps(y, _mm512_set1_ps(EXP_MAGIC));
+    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(EXP_MAGIC));
+    __m512i ni = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x007fffff)),
+                                  _mm512_set1_epi32(0x00400000));
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_C7);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23)));
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+}
+
+
+#endif
