@@ -15,6 +15,12 @@
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 8
+/* Software prefetch distance in bytes of the group's stream. Medians of interleaved
+ * runs, 2048-row matrices from DRAM, one thread: 16 activation rows 150-183 G MAC/s
+ * without it, 248-265 at 2048, 269-283 at 4096..8192; decode (one row) is no worse. */
+#ifndef PF_DIST
+#define PF_DIST 6144
+#endif
 
 INLINE int32_t ld_i32(const uint8_t *p) {
     int32_t v;
@@ -30,10 +36,13 @@ INLINE float ld_f32(const uint8_t *p) {
 /* The eight block-sum steps of activation row a (quants q, correction corr) against a
  * block's eight weight vectors, in quant-group order 0..7. */
 TGT INLINE __m512i block_sum(const __m512i wv[8], const uint8_t *q, int32_t corr) {
-    __m512i s = _mm512_set1_epi32(corr);
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; g++) s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(ld_i32(q + 4 * g)));
-    return s;
+    __m512i s = _mm512_set1_epi32(corr), t = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {
+        s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(ld_i32(q + 4 * g)));
+        t = _mm512_dpbusd_epi32(t, wv[g + 4], _mm512_set1_epi32(ld_i32(q + 4 * g + 16)));
+    }
+    return _mm512_add_epi32(s, t);
 }
 
 /* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each):
@@ -46,6 +55,10 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++, w += block_bytes) {
+        if (PF_DIST) {
+#pragma GCC unroll 9
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
         __m512i wv[8];
         if (q4) {
