@@ -127,7 +127,8 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
 int main(void) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
-    const int simd = c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma;
+    const int simd = c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma &&
+                     strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
     const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0};
     for (int i = 0; i < 2; i++) {

@@ -102,7 +102,7 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
     if (!(c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma)) return NULL;
-    if (!strcmp(tokd_kernels_path(), "scalar")) return NULL;
+    if (strcmp(tokd_kernels_path(), "avx512") != 0) return NULL; /* TOKD_KERNELS forced a narrower path */
     for (size_t i = 0; i < sizeof PACKED / sizeof PACKED[0]; i++)
         if (PACKED[i].id == type) return &PACKED[i];
     return NULL;
