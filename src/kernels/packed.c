@@ -66,6 +66,68 @@ static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
     }
 }
 
+/* ---- Q6_K (packed.h: its numerics are the file layout's vec_dot, bit for bit) ---- */
+
+#define Q6K_ACT_BYTES 324 /* per super-block: 256 quants, float d, 16 int32 corrections */
+
+static size_t q6_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * TOKD_PACK_ROWS * sizeof(tokd_block_q6_K); }
+static size_t q6_K_act_bytes(int64_t K) { return ((size_t)(K / TOKD_QK_K) * Q6K_ACT_BYTES + 63) & ~(size_t)63; }
+
+/* Q8_K's quantiser, laid out per super-block as quants, d, and -32 * each 16-element
+ * sum (the kernel multiplies unsigned 6-bit values, q + 32). */
+static void q6_K_prep(const float *x, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q6K_ACT_BYTES) {
+        tokd_block_q8_K blk;
+        tokd_q8_K_from_float(x + b * TOKD_QK_K, &blk, TOKD_QK_K);
+        memcpy(out, blk.qs, TOKD_QK_K);
+        memcpy(out + 256, &blk.d, 4);
+        for (int j = 0; j < 16; j++) {
+            int32_t c = -32 * (int32_t)blk.bsums[j];
+            memcpy(out + 260 + 4 * j, &c, 4);
+        }
+    }
+}
+
+/* The unsigned 6-bit value (q + 32) of weight e of a Q6_K block. */
+static inline uint8_t q6_u(const tokd_block_q6_K *x, int e) {
+    int h = e >> 7, quarter = (e >> 5) & 3, l = e & 31;
+    int lo = x->ql[64 * h + l + 32 * (quarter & 1)];
+    lo = (quarter & 2) ? (lo >> 4) : (lo & 0xF);
+    int hi = (x->qh[32 * h + l] >> (2 * quarter)) & 3;
+    return (uint8_t)(lo | (hi << 4));
+}
+
+/* Per super-block of 16 rows: 16 fp16 d; scales [sub-block j][row L]; 32 nibble vectors
+ * (vector v, lane L, byte i: low nibble of weight 4v+i, high nibble of weight
+ * 128+4v+i); 16 vectors of top bits (vector h, lane L, byte i: bits 2k..2k+1 of weight
+ * 64k+4h+i's top two bits, k < 4). 16 * 210 bytes, as in the file. */
+static void q6_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q6_K)) {
+        uint8_t *ds = out, *sc = out + 32, *nib = out + 288, *top = out + 288 + 2048;
+        memset(nib, 0, 2048 + 1024);
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q6_K *x = (const tokd_block_q6_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            memcpy(ds + 2 * L, &x->d, 2);
+            for (int j = 0; j < 16; j++) sc[16 * j + L] = (uint8_t)x->scales[j];
+            for (int e = 0; e < TOKD_QK_K; e++) {
+                uint8_t u = q6_u(x, e);
+                int v = (e & 127) >> 2, i = e & 3;
+                nib[64 * v + 4 * L + i] |= (uint8_t)((u & 0xF) << (e >= 128 ? 4 : 0));
+                int k = e >> 6, h = (e & 63) >> 2;
+                top[64 * h + 4 * L + i] |= (uint8_t)((u >> 4) << (2 * k));
+            }
+        }
+    }
+}
+
+static float q6_K_ref_dot(int64_t K, const void *row, const void *act) {
+    float out;
+    tokd_q6_K_dot_ref(K, &out, row, act);
+    return out;
+}
+
 /* The numerics contract of packed.h, from file-layout rows. */
 static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
     const tokd_block_q4_0 *x = row;
@@ -96,6 +158,8 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
 static const tokd_packed_traits PACKED[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot},
+    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx512vnni,
+     q6_K_ref_dot},
 };
 
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {

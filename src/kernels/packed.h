@@ -21,8 +21,14 @@
  * (-8 * the block's quant sum for Q4_0 weights, -128 * it for Q8_0), so the kernel
  * starts each block sum at the correction and never subtracts.
  *
- * Numerics (the contract every implementation meets bit for bit; packed_ref computes
- * it from an unpacked row): out = 0; for each block b in order:
+ * Q6_K (16 rows' super-blocks of 256): 16 fp16 d, the 16 x 16 int8 scales by
+ * sub-block then row, 32 vectors of nibbles and 16 of top bits (packed.c, q6_K_pack).
+ * Its activation rows are Q8_K's quantiser with -32 * each 16-element sum; its numerics
+ * are exactly the file layout's vec_dot (out = out + (dx*dy) * (float)isum per
+ * super-block), so packing a Q6_K matrix changes no result.
+ *
+ * Numerics of Q4_0/Q8_0 (the contract every implementation meets bit for bit; ref_dot
+ * computes it from an unpacked row): out = 0; for each block b in order:
  *   out = fmaf(dx_b * dy_b, (float)isum_b, out)
  * with isum_b the exact integer dot product of the block's signed weights (q - 8 for
  * Q4_0) and activation quants. This differs from the unpacked vec_dot's order, so a
@@ -50,8 +56,8 @@ typedef struct {
     void (*pack)(const void *rows, size_t row_bytes, void *dst, int64_t K);
     tokd_packed_gemm_fn gemm;                            /* selected SIMD implementation */
     /* the contract above, from an unpacked row and an activation row in the weight
-       type's vec_dot format (Q8_0 blocks): the reference gemm is tested against */
-    float (*ref_dot)(int64_t K, const void *row, const void *act_q8_0);
+       type's vec_dot format (Q8_0 or Q8_K blocks): the reference gemm is tested against */
+    float (*ref_dot)(int64_t K, const void *row, const void *act);
 } tokd_packed_traits;
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
@@ -67,6 +73,8 @@ void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias)
 
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -145,3 +145,85 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
         corr[b] = -bias * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     }
 }
+
+/* ---- Q6_K ----
+ * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
+ * unsigned 6-bit values are rebuilt from the nibble and top-bit vectors (one ternary
+ * logic op merges the top bits), then each activation row's sum starts at its
+ * correction (-32 * the sub-block's activation sum), takes four vpdpbusd steps, and is
+ * multiplied by the 16 rows' scales into the super-block's integer sum. The float
+ * arithmetic is the file layout's: out = out + (dx * dy) * (float)isum. */
+
+#define Q6K_ACT 324 /* prepared activation bytes per super-block (packed.c) */
+
+TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    __m512i n = _mm512_loadu_si512(nib + 64 * (g & 31));
+    __m512i lo = g < 32 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
+    __m512i t = _mm512_loadu_si512(top + 64 * (g & 15));
+    const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
+    __m512i ts = k == 0 ? _mm512_slli_epi16(t, 4) : k == 1 ? _mm512_slli_epi16(t, 2) : k == 2 ? t : _mm512_srli_epi16(t, 2);
+    return _mm512_ternarylogic_epi32(ts, m30, lo, 0xEA); /* (ts & m30) | lo */
+}
+
+TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    __m512 acc[MAX_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 16 * 210) {
+        for (size_t l = 0; l < 16 * 210; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        const uint8_t *sc = w + 32, *nib = w + 288, *top = w + 288 + 2048;
+        __m512i isum[MAX_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            const __m512i u0 = q6k_group(nib, top, 4 * j), u1 = q6k_group(nib, top, 4 * j + 1);
+            const __m512i u2 = q6k_group(nib, top, 4 * j + 2), u3 = q6k_group(nib, top, 4 * j + 3);
+            const __m512i scj = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
+                __m512i s = _mm512_set1_epi32(ld_i32(a + 260 + 4 * j));
+                s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(ld_i32(a + 16 * j)));
+                s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(ld_i32(a + 16 * j + 4)));
+                s = _mm512_dpbusd_epi32(s, u2, _mm512_set1_epi32(ld_i32(a + 16 * j + 8)));
+                s = _mm512_dpbusd_epi32(s, u3, _mm512_set1_epi32(ld_i32(a + 16 * j + 12)));
+                isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
+            }
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
+            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ld_f32(a + 256)));
+            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])));
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+
+#define Q6K_CASE(RR)                                                                                       \
+    case RR:                                                                                               \
+        for (int64_t G = 0; G < n_groups; G++)                                                             \
+            q6k_tile(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
+        break;
+
+TGT void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 256;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {
+            Q6K_CASE(8)
+            Q6K_CASE(7)
+            Q6K_CASE(6)
+            Q6K_CASE(5)
+            Q6K_CASE(4)
+            Q6K_CASE(3)
+            Q6K_CASE(2)
+            Q6K_CASE(1)
+        }
+    }
+}
