@@ -1,9 +1,9 @@
 /* test_packed.c — the packed weight layout (src/kernels/packed.h).
  *
- * For Q4_0, Q8_0 and Q6_K: random matrices are packed, activation rows prepared, and every
+ * For Q4_0, Q8_0, Q4_K and Q6_K: random matrices are packed, activation rows prepared, and every
  * output of the SIMD packed gemm must be bit-equal to the scalar contract (ref_dot, from
- * the unpacked row and the Q8_0 / Q8_K activation blocks; for Q6_K that is the file
- * layout's own vec_dot_ref), for 1..17 and 33 activation rows
+ * the unpacked row and the Q8_0 / Q8_K activation blocks; for the K-quants that is the
+ * file layout's own vec_dot_ref), for 1..17 and 33 activation rows
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
@@ -29,7 +29,7 @@ static float frand(void) {
 
 static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
-    const int q6k = type == GGML_TYPE_Q6_K;
+    const int q6k = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q4_K; /* K-quants: K in super-blocks of 256 */
     const int64_t Ks[] = {32, 96, 256, 2080}, Ks6[] = {256, 512, 768, 2304};
     const int64_t NA = 33;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
@@ -132,8 +132,8 @@ int main(void) {
     const int simd = c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma &&
                      strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
-    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q6_K};
-    for (int i = 0; i < 3; i++) {
+    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+    for (int i = 0; i < 4; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
             /* no packed kernel on this CPU: matrices must stay unpacked */
@@ -144,7 +144,7 @@ int main(void) {
         if (pk) check_type(types[i], pk, pool2);
     }
     /* types without a packed form, and odd row counts, stay unpacked */
-    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_K) == NULL, "Q4_K has no packed form");
+    CHECK(tokd_packed_get_any(GGML_TYPE_Q5_K) == NULL, "Q5_K has no packed form");
     if (simd) {
         tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
         CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,

@@ -128,6 +128,59 @@ static float q6_K_ref_dot(int64_t K, const void *row, const void *act) {
     return out;
 }
 
+/* ---- Q4_K (its numerics, too, are the file layout's vec_dot) ---- */
+
+#define Q4K_ACT_BYTES 276   /* per super-block: 256 quants, float d, 8 int16 pair sums */
+#define Q4K_GROUP_SB 2368   /* per super-block of 16 rows: d, dmin, scales, mins, quants */
+
+static size_t q4_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * Q4K_GROUP_SB; }
+static size_t q4_K_act_bytes(int64_t K) { return ((size_t)(K / TOKD_QK_K) * Q4K_ACT_BYTES + 63) & ~(size_t)63; }
+
+/* Q8_K's quantiser per super-block: quants, d, and the eight 32-element sums (each the
+ * sum of two of Q8_K's 16-element sums; |sum| <= 4064 fits int16) for the min term. */
+static void q4_K_prep(const float *x, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q4K_ACT_BYTES) {
+        tokd_block_q8_K blk;
+        tokd_q8_K_from_float(x + b * TOKD_QK_K, &blk, TOKD_QK_K);
+        memcpy(out, blk.qs, TOKD_QK_K);
+        memcpy(out + 256, &blk.d, 4);
+        for (int j = 0; j < 8; j++) {
+            int16_t s2 = (int16_t)(blk.bsums[2 * j] + blk.bsums[2 * j + 1]);
+            memcpy(out + 260 + 2 * j, &s2, 2);
+        }
+    }
+}
+
+/* Per super-block of 16 rows: 16 fp16 d, 16 fp16 dmin, scales [sub-block j][row L] and
+ * mins [j][L] as bytes (unpacked from the 12-byte six-bit form: 64 bytes more than the
+ * file per 16 rows), then 32 vectors of quants: vector 8c + t, lane L, byte i = qs[32c +
+ * 4t + i] of row L (low nibble: weight 64c + 4t + i, high: weight 64c + 32 + 4t + i). */
+static void q4_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q4K_GROUP_SB) {
+        uint8_t *ds = out, *dm = out + 32, *sc = out + 64, *mn = out + 192, *q = out + 320;
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q4_K *x = (const tokd_block_q4_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            memcpy(ds + 2 * L, &x->d, 2);
+            memcpy(dm + 2 * L, &x->dmin, 2);
+            for (int j = 0; j < 8; j++) {
+                int s6, m6;
+                tokd_k4_scale_min(x->scales, j, &s6, &m6);
+                sc[16 * j + L] = (uint8_t)s6;
+                mn[16 * j + L] = (uint8_t)m6;
+            }
+            for (int v = 0; v < 32; v++) memcpy(q + 64 * v + 4 * L, x->qs + 4 * v, 4);
+        }
+    }
+}
+
+static float q4_K_ref_dot(int64_t K, const void *row, const void *act) {
+    float out;
+    tokd_q4_K_dot_ref(K, &out, row, act);
+    return out;
+}
+
 /* The numerics contract of packed.h, from file-layout rows. */
 static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
     const tokd_block_q4_0 *x = row;
@@ -158,6 +211,8 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
 static const tokd_packed_traits PACKED[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot},
+    {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx512vnni,
+     q4_K_ref_dot},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx512vnni,
      q6_K_ref_dot},
 };

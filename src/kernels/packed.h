@@ -21,6 +21,10 @@
  * (-8 * the block's quant sum for Q4_0 weights, -128 * it for Q8_0), so the kernel
  * starts each block sum at the correction and never subtracts.
  *
+ * Q4_K (16 rows' super-blocks of 256): 16 fp16 d and dmin, the six-bit scales and mins
+ * unpacked to bytes (64 bytes per 16 rows more than the file), 32 vectors of nibbles in
+ * the file's byte order (packed.c, q4_K_pack); the min term goes through vpdpwssd with
+ * the activation's 32-element sums. Numerics: the file layout's vec_dot, bit for bit.
  * Q6_K (16 rows' super-blocks of 256): 16 fp16 d, the 16 x 16 int8 scales by
  * sub-block then row, 32 vectors of nibbles and 16 of top bits (packed.c, q6_K_pack).
  * Its activation rows are Q8_K's quantiser with -32 * each 16-element sum; its numerics
@@ -73,6 +77,8 @@ void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias)
 
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -227,3 +227,96 @@ TGT void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const voi
         }
     }
 }
+
+/* ---- Q4_K ----
+ * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
+ * nibbles of vectors 8(j/2) .. 8(j/2)+7; each activation row's eight vpdpbusd give the
+ * 16 rows' sums, multiplied by their scales into the integer sum; the mins term is four
+ * vpdpwssd of (min 2i, min 2i+1) pairs with the activation's 32-element sums. Float
+ * steps as the file layout's vec_dot: out + ((dx*dy) * sumi - (dmx*dy) * summ). */
+
+#define Q4K_ACT 276
+#define Q4K_SB 2368
+
+TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    __m512 acc[MAX_R];
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += Q4K_SB) {
+        for (size_t l = 0; l < Q4K_SB; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320;
+        __m512i isum[MAX_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m512i raw[8];
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) raw[t] = _mm512_loadu_si512(q + 64 * (8 * c + t));
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                const int j = 2 * c + h;
+                __m512i u[8];
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) u[t] = h ? _mm512_and_si512(_mm512_srli_epi16(raw[t], 4), m4) : _mm512_and_si512(raw[t], m4);
+                const __m512i scj = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
+#pragma GCC unroll 8
+                for (int r = 0; r < R; r++) {
+                    const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 32 * j;
+                    __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                    for (int t = 0; t < 8; t++) s = _mm512_dpbusd_epi32(s, u[t], _mm512_set1_epi32(ld_i32(a + 4 * t)));
+                    isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
+                }
+            }
+        }
+        /* mins as (m 2i, m 2i+1) int16 pairs per row lane */
+        __m512i mp[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * (2 * i))));
+            __m512i hi = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * (2 * i + 1))));
+            mp[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+        }
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT;
+            __m512i summ = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(ld_i32(a + 260 + 4 * i)));
+            const __m512 dy = _mm512_set1_ps(ld_f32(a + 256));
+            __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
+            __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
+            acc[r] = _mm512_add_ps(acc[r], term);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
+}
+
+#define Q4K_CASE(RR)                                                                                       \
+    case RR:                                                                                               \
+        for (int64_t G = 0; G < n_groups; G++)                                                             \
+            q4k_tile(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
+        break;
+
+TGT void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 256;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {
+            Q4K_CASE(8)
+            Q4K_CASE(7)
+            Q4K_CASE(6)
+            Q4K_CASE(5)
+            Q4K_CASE(4)
+            Q4K_CASE(3)
+            Q4K_CASE(2)
+            Q4K_CASE(1)
+        }
+    }
+}
