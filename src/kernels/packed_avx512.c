@@ -84,6 +84,58 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
+/* Decode (one activation row): two groups side by side, so that each broadcast group of
+ * activation bytes serves 32 rows and the loop's fixed work is shared; per group the
+ * operations are exactly group_tile's. */
+TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *wb, size_t block_bytes,
+                                  const uint8_t *a, int q4, float *ya, float *yb) {
+    __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++, wa += block_bytes, wb += block_bytes) {
+#pragma GCC unroll 9
+        for (size_t l = 0; l < block_bytes; l += 64) {
+            _mm_prefetch((const char *)wa + PF_DIST + l, _MM_HINT_T0);
+            _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
+        }
+        __m512i va[8], vb[8];
+        if (q4) {
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m512i x = _mm512_loadu_si512(wa + 32 + 64 * c), z = _mm512_loadu_si512(wb + 32 + 64 * c);
+                va[c] = _mm512_and_si512(x, m4);
+                va[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
+                vb[c] = _mm512_and_si512(z, m4);
+                vb[c + 4] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                va[g] = _mm512_loadu_si512(wa + 32 + 64 * g);
+                vb[g] = _mm512_loadu_si512(wb + 32 + 64 * g);
+            }
+        }
+        const uint8_t *q = a + b * 32;
+        const __m512i corr = _mm512_set1_epi32(ld_i32(a + corr_off + 4 * b));
+        __m512i sa = corr, ta = _mm512_setzero_si512(), sb = corr, tb = ta;
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) {
+            const __m512i y0 = _mm512_set1_epi32(ld_i32(q + 4 * g)), y1 = _mm512_set1_epi32(ld_i32(q + 4 * g + 16));
+            sa = _mm512_dpbusd_epi32(sa, va[g], y0);
+            ta = _mm512_dpbusd_epi32(ta, va[g + 4], y1);
+            sb = _mm512_dpbusd_epi32(sb, vb[g], y0);
+            tb = _mm512_dpbusd_epi32(tb, vb[g + 4], y1);
+        }
+        const __m512 dy = _mm512_set1_ps(ld_f32(a + dy_off + 4 * b));
+        const __m512 da = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wa)), dy);
+        const __m512 db = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb)), dy);
+        acc_a = _mm512_fmadd_ps(da, _mm512_cvtepi32_ps(_mm512_add_epi32(sa, ta)), acc_a);
+        acc_b = _mm512_fmadd_ps(db, _mm512_cvtepi32_ps(_mm512_add_epi32(sb, tb)), acc_b);
+    }
+    _mm512_storeu_ps(ya, acc_a);
+    _mm512_storeu_ps(yb, acc_b);
+}
+
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
         for (int64_t G = 0; G < n_groups; G++)                                                  \
@@ -95,6 +147,14 @@ TGT INLINE void packed_gemm(int q4, int64_t K, int64_t n_groups, const void *w, 
     const int64_t nb = K / 32;
     const size_t block_bytes = q4 ? 16 * 18 : 16 * 34;
     const uint8_t *wb = w;
+    if (na == 1) {
+        int64_t G = 0;
+        for (; G + 2 <= n_groups; G += 2)
+            group_pair_decode(nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, block_bytes, act, q4,
+                              y + 16 * G, y + 16 * (G + 1));
+        if (G < n_groups) group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, q4, y + 16 * G, ldy);
+        return;
+    }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
         const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
         float *yr = y + r0 * ldy;
