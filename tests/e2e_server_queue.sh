@@ -7,14 +7,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/server/lib.sh
 [ -x "$TOKD" ] || { echo "FAIL: no tokd binary at $TOKD"; exit 1; }
-command -v node >/dev/null || { echo "FAIL: node is not installed"; exit 1; }
-NODE_DIR="${TOKD_NODE_DIR:-$PWD/build/node}"
-if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
-    mkdir -p "$NODE_DIR"
-    if ! npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" openai@4 >"$NODE_DIR/npm.log" 2>&1; then
-        echo "FAIL: npm install openai@4 failed:"; cat "$NODE_DIR/npm.log"; exit 1
-    fi
-fi
+need_openai_client
 # a bad --max-queue is a usage error
 for bad in 0 -1 abc; do
     out=$(timeout 10 "$TOKD" serve -m "$MODEL_DIR/stories260K.gguf" --port 0 --max-queue "$bad" 2>&1); rc=$?

@@ -7,13 +7,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . tests/server/lib.sh
-NODE_DIR="${TOKD_NODE_DIR:-$PWD/build/node}"
-if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
-    mkdir -p "$NODE_DIR"
-    if ! npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" openai@4 >"$NODE_DIR/npm.log" 2>&1; then
-        echo "FAIL: npm install openai@4 failed:"; cat "$NODE_DIR/npm.log"; exit 1
-    fi
-fi
+need_openai_client
 HELPER="$(dirname "$TOKD")/tests/test_chat_server"
 [ -x "$HELPER" ] || { echo "FAIL: $HELPER is not built"; exit 1; }
 TEMPLATED_MODEL=$(mktemp --suffix=.gguf)

@@ -264,29 +264,32 @@ TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-#define Q6K_CASE(RR)                                                                                       \
+/* The K-quant kernels' entry points: activation rows in tiles of up to MAX_R, every
+ * group against each tile, the tile width a compile-time constant per case. */
+#define KQ_CASE(TILE_FN, RR)                                                                                 \
     case RR:                                                                                               \
         for (int64_t G = 0; G < n_groups; G++)                                                             \
-            q6k_tile(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
+            TILE_FN(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
         break;
-
-TGT void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 256;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {
-            Q6K_CASE(8)
-            Q6K_CASE(7)
-            Q6K_CASE(6)
-            Q6K_CASE(5)
-            Q6K_CASE(4)
-            Q6K_CASE(3)
-            Q6K_CASE(2)
-            Q6K_CASE(1)
-        }
+#define KQ_GEMM(NAME, TILE_FN)                                                                             \
+    TGT void NAME(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act, \
+                  size_t as, float *y, int64_t ldy) {                                                      \
+        const int64_t nb = K / 256;                                                                        \
+        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                       \
+            const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                     \
+            switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                           \
+                KQ_CASE(TILE_FN, 8)                                                                        \
+                KQ_CASE(TILE_FN, 7)                                                                        \
+                KQ_CASE(TILE_FN, 6)                                                                        \
+                KQ_CASE(TILE_FN, 5)                                                                        \
+                KQ_CASE(TILE_FN, 4)                                                                        \
+                KQ_CASE(TILE_FN, 3)                                                                        \
+                KQ_CASE(TILE_FN, 2)                                                                        \
+                KQ_CASE(TILE_FN, 1)                                                                        \
+            }                                                                                              \
+        }                                                                                                  \
     }
-}
+KQ_GEMM(tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
 
 /* ---- Q4_K ----
  * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
@@ -357,26 +360,4 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-#define Q4K_CASE(RR)                                                                                       \
-    case RR:                                                                                               \
-        for (int64_t G = 0; G < n_groups; G++)                                                             \
-            q4k_tile(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
-        break;
-
-TGT void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 256;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {
-            Q4K_CASE(8)
-            Q4K_CASE(7)
-            Q4K_CASE(6)
-            Q4K_CASE(5)
-            Q4K_CASE(4)
-            Q4K_CASE(3)
-            Q4K_CASE(2)
-            Q4K_CASE(1)
-        }
-    }
-}
+KQ_GEMM(tokd_packed_q4_K_gemm_avx512vnni, q4k_tile)

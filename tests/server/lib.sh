@@ -16,6 +16,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The `openai` npm package for the test clients: found in $NODE_DIR (default build/node)
+# or installed there from the npm registry; fails the test loudly if it cannot be.
+need_openai_client() {
+    command -v node >/dev/null || { echo "FAIL: node is not installed"; exit 1; }
+    NODE_DIR="${TOKD_NODE_DIR:-$PWD/build/node}"
+    if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
+        mkdir -p "$NODE_DIR"
+        if ! npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" openai@4 >"$NODE_DIR/npm.log" 2>&1; then
+            echo "FAIL: npm install openai@4 failed:"; cat "$NODE_DIR/npm.log"; exit 1
+        fi
+    fi
+}
+
 start_server() { # args: extra serve options
     "$TOKD" serve -m "${SERVER_MODEL:-$MODEL_DIR/stories260K.gguf}" --port 0 -t 1 "$@" >"$SERVER_LOG" 2>&1 &
     SERVER_PID=$!
