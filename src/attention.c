@@ -141,7 +141,6 @@ TGT static void key_slot_init(void) {
         const int32_t n_pad = (n_keys + 15) & ~15;                                                     \
         const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
         const __m512i order = _mm512_loadu_si512(key_slot);                                            \
-        float inv[256];                                                                                \
         for (int32_t g = 0; g < group; g++) {                                                          \
             float *s = scratch + (size_t)g * n_pad;                                                    \
             __m512 qv[NV];                                                                             \
@@ -170,8 +169,7 @@ TGT static void key_slot_init(void) {
             __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));     \
             __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));         \
             double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                       \
-            inv[g] = (float)(1.0 / sum);                                                               \
-            const __m512 iv = _mm512_set1_ps(inv[g]);                                                  \
+            const __m512 iv = _mm512_set1_ps((float)(1.0 / sum));                                      \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
                 __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + t0), iv);                                \
                 _mm512_storeu_ps(s + t0, _mm512_cvtph_ps(_mm512_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MAX_EMBD 65536
 #define MAX_LAYERS 1024
@@ -215,9 +217,15 @@ static int model_matrices(tokd_model *m, tokd_matrix **out) {
 static void pack_weights(tokd_model *m) {
     tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
     int n = model_matrices(m, ws);
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (int i = 0; i < n; i++) {
         const tokd_packed_traits *pk = tokd_packed_get(ws[i]->tt->id);
-        if (pk) tokd_matrix_pack(NULL, ws[i], pk);
+        if (!pk || tokd_matrix_pack(NULL, ws[i], pk)) continue;
+        /* the file's copy is never read again: drop its pages from this process (the
+           mapping is private and read-only, so they would come back from the file) */
+        uintptr_t a = ((uintptr_t)ws[i]->data + page - 1) & ~(page - 1);
+        uintptr_t e = ((uintptr_t)ws[i]->data + ws[i]->row_bytes * (size_t)ws[i]->n_out) & ~(page - 1);
+        if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
     }
     free(ws);
 }
