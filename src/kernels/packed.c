@@ -73,15 +73,21 @@ static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
 static size_t q6_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * TOKD_PACK_ROWS * sizeof(tokd_block_q6_K); }
 static size_t q6_K_act_bytes(int64_t K) { return ((size_t)(K / TOKD_QK_K) * Q6K_ACT_BYTES + 63) & ~(size_t)63; }
 
+/* One super-block of a K-quant activation row: Q8_K's quantiser, its 256 quants and
+ * float d written at out, the block returned for the sums each type adds after them. */
+static void q8_K_head(const float *x, uint8_t *out, tokd_block_q8_K *blk) {
+    tokd_q8_K_from_float(x, blk, TOKD_QK_K);
+    memcpy(out, blk->qs, TOKD_QK_K);
+    memcpy(out + 256, &blk->d, 4);
+}
+
 /* Q8_K's quantiser, laid out per super-block as quants, d, and -32 * each 16-element
  * sum (the kernel multiplies unsigned 6-bit values, q + 32). */
 static void q6_K_prep(const float *x, void *dst, int64_t K) {
     uint8_t *out = dst;
     for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q6K_ACT_BYTES) {
         tokd_block_q8_K blk;
-        tokd_q8_K_from_float(x + b * TOKD_QK_K, &blk, TOKD_QK_K);
-        memcpy(out, blk.qs, TOKD_QK_K);
-        memcpy(out + 256, &blk.d, 4);
+        q8_K_head(x + b * TOKD_QK_K, out, &blk);
         for (int j = 0; j < 16; j++) {
             int32_t c = -32 * (int32_t)blk.bsums[j];
             memcpy(out + 260 + 4 * j, &c, 4);
@@ -142,9 +148,7 @@ static void q4_K_prep(const float *x, void *dst, int64_t K) {
     uint8_t *out = dst;
     for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q4K_ACT_BYTES) {
         tokd_block_q8_K blk;
-        tokd_q8_K_from_float(x + b * TOKD_QK_K, &blk, TOKD_QK_K);
-        memcpy(out, blk.qs, TOKD_QK_K);
-        memcpy(out + 256, &blk.d, 4);
+        q8_K_head(x + b * TOKD_QK_K, out, &blk);
         for (int j = 0; j < 8; j++) {
             int16_t s2 = (int16_t)(blk.bsums[2 * j] + blk.bsums[2 * j + 1]);
             memcpy(out + 260 + 2 * j, &s2, 2);
@@ -181,30 +185,22 @@ static float q4_K_ref_dot(int64_t K, const void *row, const void *act) {
     return out;
 }
 
-/* The numerics contract of packed.h, from file-layout rows. */
+/* The numerics contract of packed.h, from file-layout rows: the exact block sums are
+ * quants.h's, only the float accumulation (one fma per block, in order) is packed's. */
 static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
     const tokd_block_q4_0 *x = row;
     const tokd_block_q8_0 *y = act;
     float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < 16; j++) {
-            isum += ((x[b].qs[j] & 0x0F) - 8) * y[b].qs[j];
-            isum += ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
-        }
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)isum, out);
-    }
+    for (int64_t b = 0; b < K / QK; b++)
+        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q4_0_isum(&x[b], &y[b]), out);
     return out;
 }
 static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
     const tokd_block_q8_0 *x = row;
     const tokd_block_q8_0 *y = act;
     float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++) {
-        int32_t isum = 0;
-        for (int j = 0; j < QK; j++) isum += x[b].qs[j] * y[b].qs[j];
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)isum, out);
-    }
+    for (int64_t b = 0; b < K / QK; b++)
+        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q8_0_isum(&x[b], &y[b]), out);
     return out;
 }
 
