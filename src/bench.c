@@ -80,28 +80,50 @@ static void read_slice(void *arg, int ith, int nth) {
     bench_sink ^= x;
 }
 
-double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes) {
+struct tokd_bench_reader {
+    read_job job;
+};
+
+tokd_bench_reader *tokd_bench_reader_new(size_t bytes) {
     const tokd_cpu_features *cpu = tokd_cpu();
-    read_job j = {.bytes = bytes & ~(size_t)4095, .isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0};
-    uint8_t *buf = tokd_aligned_alloc(j.bytes);
-    for (size_t i = 0; i < j.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
-    memset(buf, 1, j.bytes);
-    j.buf = buf;
+    tokd_bench_reader *rd = tokd_xcalloc(1, sizeof *rd);
+    rd->job.bytes = bytes & ~(size_t)4095;
+    rd->job.isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0;
+    uint8_t *buf = tokd_aligned_alloc(rd->job.bytes);
+    for (size_t i = 0; i < rd->job.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
+    memset(buf, 1, rd->job.bytes);
+    rd->job.buf = buf;
+    return rd;
+}
+
+double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int passes) {
     int nth = tokd_pool_size(pool);
-    size_t read_bytes = ((j.bytes / (size_t)nth) & ~(size_t)255) * (size_t)nth;
+    size_t read_bytes = ((rd->job.bytes / (size_t)nth) & ~(size_t)255) * (size_t)nth;
     if (passes < 1) passes = 1;
     if (passes > TOKD_BENCH_MAX_REPS) passes = TOKD_BENCH_MAX_REPS;
     double v[TOKD_BENCH_MAX_REPS];
-    tokd_pool_run(pool, read_slice, &j); /* warm-up */
+    tokd_pool_run(pool, read_slice, &rd->job); /* warm-up */
     for (int i = 0; i < passes; i++) {
         double t0 = tokd_now();
-        tokd_pool_run(pool, read_slice, &j);
+        tokd_pool_run(pool, read_slice, &rd->job);
         v[i] = (double)read_bytes / (tokd_now() - t0);
     }
-    free(buf);
     tokd_bench_stat s;
     tokd_bench_stat_of(&s, v, passes);
     return s.median;
+}
+
+void tokd_bench_reader_free(tokd_bench_reader *rd) {
+    if (!rd) return;
+    free((void *)rd->job.buf);
+    free(rd);
+}
+
+double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes) {
+    tokd_bench_reader *rd = tokd_bench_reader_new(bytes);
+    double bw = tokd_bench_reader_measure(rd, pool, passes);
+    tokd_bench_reader_free(rd);
+    return bw;
 }
 
 /* ---- arithmetic peak -------------------------------------------------------------------- *
@@ -283,12 +305,16 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     int rc = -1;
     tokd_batch_entry *batch = NULL;
     float *logits = NULL;
+    tokd_bench_reader *reader = NULL;
     tokd_ctx *c = tokd_ctx_new(m, &cp, err);
     if (!c) goto done;
     r->n_threads = p->n_threads > 0 ? p->n_threads : tokd_physical_cores();
     batch = tokd_xmalloc((size_t)cp.n_batch * sizeof *batch);
     logits = tokd_xmalloc((size_t)hp->n_vocab * sizeof(float));
     uint64_t rng = 42;
+    r->bw_mib = p->bw_mib > 0 ? p->bw_mib : 512;
+    /* the probe beside the tg runs: mapped now, before the warm-up */
+    if (p->measure_machine && p->n_gen > 0) reader = tokd_bench_reader_new((size_t)r->bw_mib << 20);
 
     /* warm-up: a short prompt and one decode step (pages in every weight) */
     int32_t nw = p->n_prompt < 32 ? (p->n_prompt > 0 ? p->n_prompt : 1) : 32;
@@ -297,7 +323,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     batch[0] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), nw, 0, true};
     if (tokd_forward(c, batch, 1, logits, err)) goto done;
 
-    double v[TOKD_BENCH_MAX_REPS];
+    double v[TOKD_BENCH_MAX_REPS], bw[TOKD_BENCH_MAX_REPS], share[TOKD_BENCH_MAX_REPS];
     if (p->n_prompt > 0) {
         for (int rep = 0; rep < p->reps; rep++) {
             tokd_seq_truncate(c, 0, 0);
@@ -320,26 +346,34 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
                 tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
             }
             v[rep] = p->n_gen / (tokd_now() - t0);
+            if (reader) {
+                bw[rep] = tokd_bench_reader_measure(reader, tokd_ctx_pool(c), 3);
+                share[rep] = v[rep] * (double)r->bytes_per_token / bw[rep];
+            }
         }
         tokd_bench_stat_of(&r->tg, v, p->reps);
+        if (reader) {
+            tokd_bench_stat_of(&r->tg_bw, bw, p->reps);
+            tokd_bench_stat_of(&r->tg_shares, share, p->reps);
+        }
     }
     tokd_ctx_free(c);
     c = NULL;
 
     if (p->measure_machine) {
         tokd_pool *pool = tokd_pool_new(p->n_threads);
-        r->bw_mib = p->bw_mib > 0 ? p->bw_mib : 512;
-        r->bandwidth = tokd_bench_read_bandwidth(pool, (size_t)r->bw_mib << 20, 7);
+        r->bandwidth = reader ? tokd_bench_reader_measure(reader, pool, 7) : tokd_bench_read_bandwidth(pool, (size_t)r->bw_mib << 20, 7);
         r->peak_int8 = tokd_bench_peak_int8(pool, &r->isa_int8);
         r->peak_f32 = tokd_bench_peak_f32(pool, &r->isa_f32);
         tokd_pool_free(pool);
-        r->tg_limit = r->bandwidth / (double)r->bytes_per_token;
-        if (r->tg.n) r->tg_share = r->tg.median / r->tg_limit;
+        r->tg_limit = (r->tg.n ? r->tg_bw.median : r->bandwidth) / (double)r->bytes_per_token;
+        if (r->tg.n) r->tg_share = r->tg_shares.median;
         double peak = r->all_quantized ? r->peak_int8 : r->peak_f32;
         if (r->pp.n && peak > 0) r->pp_peak_share = r->pp.median * (double)r->macs_per_token / peak;
     }
     rc = 0;
 done:
+    tokd_bench_reader_free(reader);
     free(batch);
     free(logits);
     tokd_ctx_free(c);

@@ -16,6 +16,10 @@
  *   arithmetic peak — a tight loop of independent int8 multiply-accumulates (AVX-512
  *       VNNI vpdpbusd, AVX-VNNI, or AVX2 vpmaddubsw) and of f32 FMAs, in registers only;
  *       best of a few runs.
+ * The host's memory speed drifts (on the shared machines here the same probe reads
+ * 35..70 GB/s from one minute to the next), so the bandwidth tg is compared with is
+ * measured again right after each tg repetition (3 passes, in the same seconds), and
+ * tg's share is the median over repetitions of that repetition's share.
  * Derived: tg's limit = bandwidth / bytes read per decoded token (every weight matrix,
  * the output matrix, one embedding row, norms, plus the mean KV cache read over the
  * run), and tg's share of it; pp's share of the arithmetic peak = pp tokens/s x
@@ -45,6 +49,15 @@ void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n);
 /* Read bandwidth in bytes/s: median over `passes` passes over `bytes` bytes. */
 double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes);
 
+/* The same probe with its buffer allocated and faulted in once, so that measurements can
+ * sit between timed runs: allocating and freeing 512 MiB right before a run slowed the
+ * run's first pass over the weights by half here, reading a buffer already mapped does
+ * not. */
+typedef struct tokd_bench_reader tokd_bench_reader;
+tokd_bench_reader *tokd_bench_reader_new(size_t bytes);
+double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int passes);
+void tokd_bench_reader_free(tokd_bench_reader *rd);
+
 /* Arithmetic peak in multiply-accumulates per second over all pool threads; *isa names
  * the instruction used ("avx512-vnni", ...; "none" and 0 when the CPU has no SIMD path). */
 double tokd_bench_peak_int8(tokd_pool *pool, const char **isa);
@@ -70,7 +83,9 @@ typedef struct {
     int bw_mib;                /* buffer it was measured on */
     double peak_int8, peak_f32; /* MAC/s */
     const char *isa_int8, *isa_f32;
-    double tg_limit, tg_share, pp_peak_share;
+    tokd_bench_stat tg_bw;     /* bytes/s, measured right after each tg repetition */
+    tokd_bench_stat tg_shares; /* each repetition's tokens/s over its own limit */
+    double tg_limit, tg_share, pp_peak_share; /* tg_limit from tg_bw's median; tg_share = tg_shares' median */
 } tokd_bench_result;
 
 int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err);

@@ -396,6 +396,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
 
 int32_t tokd_ctx_n_ctx(const tokd_ctx *c) { return c->p.n_ctx; }
 int32_t tokd_ctx_n_batch(const tokd_ctx *c) { return c->p.n_batch; }
+tokd_pool *tokd_ctx_pool(tokd_ctx *c) { return c->pool; }
 
 tokd_kv *tokd_ctx_kv(tokd_ctx *c) { return &c->kv; }
 tokd_seq_table *tokd_ctx_seq(tokd_ctx *c, int32_t seq) { return &c->seqs[seq]; }

@@ -47,5 +47,6 @@ tokd_seq_table *tokd_ctx_seq(tokd_ctx *c, int32_t seq);
 int32_t tokd_ctx_n_seq(const tokd_ctx *c);
 int32_t tokd_ctx_n_ctx(const tokd_ctx *c);
 int32_t tokd_ctx_n_batch(const tokd_ctx *c);
+tokd_pool *tokd_ctx_pool(tokd_ctx *c); /* the context's thread pool */
 
 #endif

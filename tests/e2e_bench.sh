@@ -17,13 +17,14 @@ trap 'rm -rf "$tmp"' EXIT
 # text output
 if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 1 -t 2 --bw-mib 64 >"$tmp/out" 2>"$tmp/err"; then ok; else bad "bench exited $?: $(cat "$tmp/err")"; fi
 for field in '^model: ' '^threads: *2' '^pp32 .* tok/s' '^tg8 .* tok/s .* % of the bandwidth limit' \
+    'share per run [0-9.]* \.\. [0-9.]* %, against memory read [0-9.]* GB/s .* measured after each run' \
     'memory read [0-9.]* GB/s' 'int8 peak [0-9.]* GMAC/s'; do
     if grep -Eq "$field" "$tmp/out"; then ok; else bad "text output lacks /$field/"; fi
 done
 
 # JSON output: one object with the fields, numbers positive
 if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 2 --bw-mib 64 --json >"$tmp/json" 2>"$tmp/err"; then ok; else bad "bench --json exited $?"; fi
-fields='pp.median_tok_s pp.min_tok_s pp.max_tok_s tg.median_tok_s tg.min_tok_s tg.max_tok_s bandwidth_gb_s tg_limit_tok_s tg_share pp_share bytes_per_token weight_bytes threads'
+fields='pp.median_tok_s pp.min_tok_s pp.max_tok_s tg.median_tok_s tg.min_tok_s tg.max_tok_s bandwidth_gb_s tg_limit_tok_s tg_share pp_share bytes_per_token weight_bytes threads tg_bandwidth_gb_s.median tg_bandwidth_gb_s.min tg_shares.median tg_shares.max'
 if command -v node >/dev/null 2>&1; then
     if node -e '
         const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
@@ -33,6 +34,13 @@ if command -v node >/dev/null 2>&1; then
             if (!(typeof v === "number" && v > 0)) bad.push(f + "=" + v);
         }
         if (o.pp.runs !== 2 || o.pp.samples.length !== 2 || o.tg.n_tokens !== 8) bad.push("runs/samples/n_tokens");
+        /* one bandwidth probe per tg run; the share printed is the median of the runs own shares */
+        if (o.tg_bandwidth_gb_s.samples.length !== 2 || o.tg_shares.samples.length !== 2) bad.push("per-run probes");
+        if (Math.abs(o.tg_share - o.tg_shares.median) > 1e-3) bad.push("tg_share != median of tg_shares");
+        o.tg_shares.samples.forEach((sh, i) => {
+            const expect = o.tg.samples[i] * o.bytes_per_token / (o.tg_bandwidth_gb_s.samples[i] * 1e9);
+            if (Math.abs(sh - expect) > 1e-3 * expect + 1e-4) bad.push("share " + i + " " + sh + " vs " + expect);
+        });
         if (bad.length) { console.error(bad.join(" ")); process.exit(1); }' "$tmp/json" "$fields"; then ok; else bad "JSON fields"; fi
 else
     for f in $fields; do

@@ -21,6 +21,14 @@ static void json_str(const char *s) {
     putchar('"');
 }
 
+/* "key":{"median":..,"min":..,"max":..,"samples":[..]} with every value times scale */
+static void json_stat_scaled(const char *key, const tokd_bench_stat *s, double scale) {
+    printf(",\"%s\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"samples\":[", key, s->median * scale, s->min * scale,
+           s->max * scale);
+    for (int i = 0; i < s->n; i++) printf("%s%.4f", i ? "," : "", s->samples[i] * scale);
+    printf("]}");
+}
+
 static void json_stat(const char *key, int n_tokens, const tokd_bench_stat *s) {
     printf("\"%s\":{\"n_tokens\":%d,\"runs\":%d,\"median_tok_s\":%.3f,\"min_tok_s\":%.3f,\"max_tok_s\":%.3f,\"samples\":[", key,
            n_tokens, s->n, s->median, s->min, s->max);
@@ -98,7 +106,11 @@ int cmd_bench(int argc, char **argv) {
                (unsigned long long)r.macs_per_token);
         if (p.measure_machine) {
             printf(",\"bandwidth_buffer_mib\":%d,\"bandwidth_gb_s\":%.3f,\"tg_limit_tok_s\":%.3f", r.bw_mib, r.bandwidth / GB, r.tg_limit);
-            if (r.tg.n) printf(",\"tg_share\":%.4f", r.tg_share);
+            if (r.tg.n) {
+                printf(",\"tg_share\":%.4f", r.tg_share);
+                json_stat_scaled("tg_bandwidth_gb_s", &r.tg_bw, 1 / GB);
+                json_stat_scaled("tg_shares", &r.tg_shares, 1);
+            }
             printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
                    r.peak_int8 / GB, r.isa_int8, 2 * r.peak_f32 / GB, r.isa_f32);
             printf(",\"pp_peak\":\"%s\"", r.all_quantized ? "int8" : "f32");
@@ -121,6 +133,9 @@ int cmd_bench(int argc, char **argv) {
         printf("tg%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_gen, r.tg.median, r.tg.min, r.tg.max);
         if (p.measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r.tg_share, r.tg_limit);
         putchar('\n');
+        if (p.measure_machine)
+            printf("           share per run %.1f .. %.1f %%, against memory read %.2f GB/s (min %.2f, max %.2f) measured after each run\n",
+                   100 * r.tg_shares.min, 100 * r.tg_shares.max, r.tg_bw.median / GB, r.tg_bw.min / GB, r.tg_bw.max / GB);
     }
     if (p.measure_machine) {
         printf("machine:   memory read %.2f GB/s (%d threads, %d MiB, median of 7)\n", r.bandwidth / GB, r.n_threads, r.bw_mib);
