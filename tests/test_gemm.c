@@ -4,7 +4,8 @@
  * from_float. Random and raw random-bit weight blocks (scales kept finite), every K
  * shape class (whole 8-block groups, groups plus a tail, tail only), odd weight and
  * activation row counts, row strides with padding; and through tokd_matmul with 1 and
- * 2 threads, compared with the same reference. */
+ * 2 threads, compared with the same reference; and the same bits whatever the thread
+ * count (the work split). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,70 @@ static void check_matmul_n(void) {
     tokd_pool_free(pool);
 }
 
+/* How a product is cut among threads changes no bit: decode (one activation row, guided
+ * chunks that shrink as the region goes on, one chunk may span two matrices) and a few
+ * rows, 1..8 threads, against one thread. Packed (Q4_0, Q4_K where the CPU has the
+ * kernels) and file-layout matrices (Q8_0, F32); rows not a multiple of 16 for the
+ * latter; three matrices in one tokd_matmul_n region. */
+static void check_thread_split(void) {
+    static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q8_0, GGML_TYPE_F32};
+    static const int64_t n_outs[3] = {2400, 48, 1040};
+    const int64_t K = 512;
+    tokd_pool *one = tokd_pool_new(1);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const tokd_type_traits *t = tokd_type_get(types[ti]);
+        const tokd_packed_traits *pk = tokd_packed_get_any(types[ti]);
+        size_t rb = tokd_row_bytes(t, K);
+        tokd_matrix M[3];
+        const tokd_matrix *Mp[3];
+        size_t scratch_bytes = tokd_matmul_scratch_bytes(t, K, 3) + 64;
+        for (int m = 0; m < 3; m++) {
+            int64_t n = n_outs[m] + (pk ? 0 : 5); /* odd row counts where nothing is packed */
+            uint8_t *W = malloc(rb * (size_t)n);
+            fill_weights(t, W, K, n, 0);
+            M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n, .row_bytes = rb};
+            if (pk) CHECK(tokd_matrix_pack(one, &M[m], pk) == 0, "%s: pack %lld rows", t->name, (long long)n);
+            Mp[m] = &M[m];
+        }
+        void *scratch = tokd_aligned_alloc(scratch_bytes);
+        for (int64_t nr = 1; nr <= 3; nr += 2) {
+            float *X = malloc(sizeof(float) * (size_t)(K * nr));
+            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            float *ref[3], *got[3];
+            int64_t ld[3];
+            for (int m = 0; m < 3; m++) {
+                ld[m] = M[m].n_out;
+                ref[m] = malloc(sizeof(float) * (size_t)(ld[m] * nr));
+                got[m] = malloc(sizeof(float) * (size_t)(ld[m] * nr));
+                tokd_matmul(one, &M[m], X, K, nr, ref[m], ld[m], scratch);
+            }
+            for (int threads = 2; threads <= 8; threads++) {
+                tokd_pool *pool = tokd_pool_new(threads);
+                int same_single = 1, same_n = 1;
+                tokd_matmul(pool, &M[0], X, K, nr, got[0], ld[0], scratch);
+                same_single = memcmp(got[0], ref[0], sizeof(float) * (size_t)(ld[0] * nr)) == 0;
+                for (int m = 0; m < 3; m++) memset(got[m], 0xFF, sizeof(float) * (size_t)(ld[m] * nr));
+                tokd_matmul_n(pool, 3, Mp, X, K, nr, got, ld, scratch);
+                for (int m = 0; m < 3; m++) same_n &= memcmp(got[m], ref[m], sizeof(float) * (size_t)(ld[m] * nr)) == 0;
+                CHECK(same_single && same_n, "%s%s, %lld rows, %d threads: matmul %s, matmul_n %s", t->name,
+                      pk ? " packed" : "", (long long)nr, threads, same_single ? "same" : "DIFFERS", same_n ? "same" : "DIFFERS");
+                tokd_pool_free(pool);
+            }
+            for (int m = 0; m < 3; m++) {
+                free(ref[m]);
+                free(got[m]);
+            }
+            free(X);
+        }
+        for (int m = 0; m < 3; m++) {
+            free((void *)M[m].data);
+            free(M[m].packed);
+        }
+        free(scratch);
+    }
+    tokd_pool_free(one);
+}
+
 /* The SIMD activation prep writes the scalar layout byte for byte (zeros, tiny and huge
  * values, ties of the rounding). */
 static void check_prep(void) {
@@ -229,5 +294,6 @@ int main(void) {
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_F32};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(types[i]);
     check_matmul_n();
+    check_thread_split();
     T_DONE();
 }

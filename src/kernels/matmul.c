@@ -7,7 +7,13 @@
  * vec_dot / vec_dot4 call, so which thread computes it changes nothing.
  *
  * Decode (fewer than 4 activation rows): a chunk is a contiguous run of weight rows,
- * streamed once (about four chunks per thread, so the counter is touched rarely).
+ * streamed once. Chunks shrink as the region goes on (guided scheduling: each is
+ * 1/(2*nth) of the rows not yet handed out, at least MIN_DECODE_UNITS units), so the
+ * streams are long at first and the threads finish within a small chunk of each other.
+ * With equal chunks (four per thread) the threads of a TinyLlama decode step finished
+ * a median 10 us and a 90th percentile 37 us apart, in regions of ~125 us; guided, 1.4
+ * and 4 us, and the step's products ran 2-5 % faster. The boundaries depend only on the
+ * shapes and the thread count, and no output depends on them.
  *
  * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
@@ -27,6 +33,9 @@
 #include "util.h"
 
 #define TILE 64 /* weight rows per prefill chunk (64: activation rows are re-read from L3 4x less than with 16) */
+#define UNIT TOKD_PACK_ROWS /* rows per work unit (a packed group) */
+#define MIN_DECODE_UNITS 4
+#define MAX_DECODE_CHUNKS 512
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
     if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
@@ -76,15 +85,17 @@ typedef struct {
     const tokd_matrix *Ws[MAX_MATS];
     float *Ys[MAX_MATS];
     int64_t ldys[MAX_MATS];
-    int64_t chunk0[MAX_MATS + 1]; /* first chunk of each matrix */
+    int64_t unit0[MAX_MATS + 1]; /* first unit (UNIT rows) of each matrix, counted across them */
     /* conversion stage */
     const float *X;
     int64_t ldx;
     const tokd_type_traits *at;
     int gemm; /* through tt->gemm with prepared activation rows */
     const tokd_packed_traits *pk; /* through the packed gemm */
-    /* chunks */
-    int64_t chunk_rows, n_chunks;
+    /* chunks: chunk c is units [bound[c], bound[c+1]) (decode), or chunk_units units from
+       c * chunk_units (prefill) */
+    int64_t chunk_units, n_chunks;
+    int64_t bound[MAX_DECODE_CHUNKS + 1];
     _Atomic int64_t next; /* next chunk to hand out, starts at nth */
 } matmul_job;
 
@@ -151,14 +162,32 @@ static void matmul_chunk(const matmul_job *j, const tokd_matrix *W, float *Y, in
 static void matmul_region(void *arg, int ith, int nth) {
     matmul_job *j = arg;
     for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
-        int m = 0;
-        while (c >= j->chunk0[m + 1]) m++;
-        const tokd_matrix *W = j->Ws[m];
-        int64_t o0 = (c - j->chunk0[m]) * j->chunk_rows, o1 = o0 + j->chunk_rows;
-        if (o1 > W->n_out) o1 = W->n_out;
-        matmul_chunk(j, W, j->Ys[m], j->ldys[m], o0, o1);
+        int64_t u0 = j->chunk_units ? c * j->chunk_units : j->bound[c];
+        int64_t u1 = j->chunk_units ? u0 + j->chunk_units : j->bound[c + 1];
+        for (int m = 0; m < j->n_mats; m++) { /* the chunk's part of each matrix */
+            int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
+            if (lo >= hi) continue;
+            const tokd_matrix *W = j->Ws[m];
+            int64_t o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
+            matmul_chunk(j, W, j->Ys[m], j->ldys[m], o0, o1 < W->n_out ? o1 : W->n_out);
+        }
     }
     (void)nth;
+}
+
+/* Guided chunk boundaries over n_units units for nth threads (decode); returns the
+ * number of chunks. The last one takes whatever the table has no room for. */
+static int64_t guided_bounds(int64_t *bound, int64_t n_units, int nth) {
+    int64_t n = 0, start = 0;
+    while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
+        int64_t size = (n_units - start + 2 * nth - 1) / (2 * nth);
+        if (size < MIN_DECODE_UNITS) size = MIN_DECODE_UNITS;
+        bound[n++] = start;
+        start = start + size < n_units ? start + size : n_units;
+    }
+    if (start < n_units) bound[n++] = start;
+    bound[n] = n_units;
+    return n;
 }
 
 /* Whether two matrices can share converted activation rows and one region. */
@@ -195,23 +224,21 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
     }
     int nth = tokd_pool_size(pool);
-    int64_t total_out = 0;
-    for (int m = 0; m < n_mats; m++) total_out += Ws[m]->n_out;
-    if (n_rows < 4) {
-        /* about four chunks per thread over all the matrices, in multiples of 16 rows */
-        int64_t c = (total_out + 4 * nth - 1) / (4 * nth);
-        j.chunk_rows = c < 16 ? 16 : (c + 15) & ~(int64_t)15;
-    } else {
-        j.chunk_rows = TILE;
-    }
-    j.chunk0[0] = 0;
+    j.unit0[0] = 0;
     for (int m = 0; m < n_mats; m++) {
         j.Ws[m] = Ws[m];
         j.Ys[m] = Ys[m];
         j.ldys[m] = ldys[m];
-        j.chunk0[m + 1] = j.chunk0[m] + (Ws[m]->n_out + j.chunk_rows - 1) / j.chunk_rows;
+        j.unit0[m + 1] = j.unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     }
-    j.n_chunks = j.chunk0[n_mats];
+    const int64_t n_units = j.unit0[n_mats];
+    if (n_rows < 4) {
+        j.chunk_units = 0;
+        j.n_chunks = guided_bounds(j.bound, n_units, nth);
+    } else {
+        j.chunk_units = TILE / UNIT;
+        j.n_chunks = (n_units + j.chunk_units - 1) / j.chunk_units;
+    }
     atomic_init(&j.next, nth);
     tokd_pool_run(pool, matmul_region, &j);
 }
