@@ -30,7 +30,8 @@ static float frand(void) {
 static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
     const int q6k = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q4_K; /* K-quants: K in super-blocks of 256 */
-    const int64_t Ks[] = {32, 96, 256, 2080}, Ks6[] = {256, 512, 768, 2304};
+    /* 4128: a Q4_0 group over 32 KB, so decode takes the two-group pass (packed_avx512.c) */
+    const int64_t Ks[] = {32, 96, 256, 2080, 4128}, Ks6[] = {256, 512, 768, 2304, 4352};
     const int64_t NA = 33;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
         const int64_t K = q6k ? Ks6[ki] : Ks[ki], n_out = 48;
