@@ -131,8 +131,34 @@ TGT static void key_slot_init(void) {
         return _mm512_permutexvar_ps(order, fold1(r2[0], r2[1]));                                      \
     }
 
+/* out rows h < hc (HD floats each) = sum over keys t of p[h * n_pad + t] * V row t, in key
+ * order. Called with hc == HC spelled as the constant, so that the accumulators are
+ * registers (with a run-time count they lived on the stack: a load and a store per fma). */
+#define PV(NV)                                                                                         \
+    TGT INLINE void pv_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,      \
+                            int32_t n_keys, const float *p, int32_t n_pad, const int hc, float *out) { \
+        enum { HD = 16 * NV, HC = 16 / NV };                                                           \
+        const int32_t bs = kv->block_size;                                                             \
+        const size_t kvd = (size_t)kv->kv_dim;                                                         \
+        __m512 acc[HC][NV];                                                                            \
+        _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                          \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();      \
+        for (int32_t t = 0; t < n_keys; t++) {                                                         \
+            const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * HD; \
+            __m512 vv[NV];                                                                             \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = _mm512_loadu_ps(v + 16 * c);  \
+            _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++) {                                    \
+                const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + t]);                            \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
+            }                                                                                          \
+        }                                                                                              \
+        _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                          \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) _mm512_storeu_ps(out + (size_t)h * HD + 16 * c, acc[h][c]); \
+    }
+
 #define ATTN_512(NV)                                                                                   \
     DOT16(NV)                                                                                          \
+    PV(NV)                                                                                             \
     TGT static void attn_512_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,  \
                                   int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
@@ -177,22 +203,10 @@ TGT static void key_slot_init(void) {
         }                                                                                              \
         for (int32_t g0 = 0; g0 < group; g0 += HC) {                                                   \
             const int hc = group - g0 < HC ? group - g0 : HC;                                          \
-            __m512 acc[HC][NV];                                                                        \
-            for (int h = 0; h < HC; h++)                                                               \
-                for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();                          \
-            for (int32_t t = 0; t < n_keys; t++) {                                                     \
-                const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd +    \
-                                 (size_t)kvh * HD;                                                     \
-                __m512 vv[NV];                                                                         \
-                for (int c = 0; c < NV; c++) vv[c] = _mm512_loadu_ps(v + 16 * c);                      \
-                for (int h = 0; h < HC; h++) {                                                         \
-                    if (h >= hc) break;                                                                \
-                    const __m512 pb = _mm512_set1_ps(scratch[(size_t)(g0 + h) * n_pad + t]);          \
-                    for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
-                }                                                                                      \
-            }                                                                                          \
-            for (int h = 0; h < hc; h++)                                                               \
-                for (int c = 0; c < NV; c++) _mm512_storeu_ps(out + (size_t)(g0 + h) * HD + 16 * c, acc[h][c]); \
+            const float *p = scratch + (size_t)g0 * n_pad;                                             \
+            float *o = out + (size_t)g0 * HD;                                                          \
+            if (hc == HC) pv_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, HC, o);                    \
+            else pv_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, hc, o);                             \
         }                                                                                              \
     }
 
