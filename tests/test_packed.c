@@ -134,15 +134,25 @@ int main(void) {
                      strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
     const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+    const int avx2_path = !strcmp(tokd_kernels_path(), "avx2");
     for (int i = 0; i < 4; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
-            /* no packed kernel on this CPU: matrices must stay unpacked */
-            CHECK(pk == NULL, "a packed form offered without AVX-512 VNNI");
-            continue;
+            /* without AVX-512 VNNI only the AVX2 Q4_0 form, on the AVX2 path */
+            int want = avx2_path && types[i] == GGML_TYPE_Q4_0;
+            CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
+                  tokd_kernels_path());
+            if (!pk) continue;
+        } else {
+            CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
         }
-        CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
         if (pk) check_type(types[i], pk, pool2);
+    }
+    /* the AVX2 kernel on any CPU that has AVX2, whichever path this process runs */
+    const tokd_packed_traits *pk2 = tokd_packed_get_avx2(GGML_TYPE_Q4_0);
+    if (c->avx2 && c->fma && c->f16c) {
+        CHECK(pk2 != NULL && tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers Q4_0 (only)");
+        if (pk2 && !avx2_path) check_type(GGML_TYPE_Q4_0, pk2, pool2); /* (on the AVX2 path it ran above) */
     }
     /* types without a packed form, and odd row counts, stay unpacked */
     CHECK(tokd_packed_get_any(GGML_TYPE_Q5_K) == NULL, "Q5_K has no packed form");

@@ -42,8 +42,10 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
     const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
     size_t row = tokd_row_bytes(at, K);
     if (tt->gemm && tt->gemm_act_bytes(K) > row) row = tt->gemm_act_bytes(K);
-    const tokd_packed_traits *pk = tokd_packed_get_any(tt->id);
+    /* either packed form, whichever path the matrix was packed on */
+    const tokd_packed_traits *pk = tokd_packed_get_any(tt->id), *pk2 = tokd_packed_get_avx2(tt->id);
     if (pk && pk->act_bytes(K) > row) row = pk->act_bytes(K);
+    if (pk2 && pk2->act_bytes(K) > row) row = pk2->act_bytes(K);
     row = (row + 63) & ~(size_t)63;
     return row * (size_t)n_rows;
 }

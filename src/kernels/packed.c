@@ -40,6 +40,7 @@ void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias) {
 }
 static void q4_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 8); }
 static void q8_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 128); }
+static void q4_0_prep_scalar(const float *x, void *dst, int64_t K) { tokd_packed_prep_ref(x, dst, K, 8); }
 
 static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     const int64_t nb = K / QK;
@@ -213,13 +214,30 @@ static const tokd_packed_traits PACKED[] = {
      q6_K_ref_dot},
 };
 
+/* AVX2 without AVX-512 VNNI: Q4_0 only (packed_avx2.c says why) */
+static const tokd_packed_traits PACKED_AVX2[] = {
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_scalar, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot},
+};
+
+static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {
+    for (size_t i = 0; i < n; i++)
+        if (table[i].id == type) return &table[i];
+    return NULL;
+}
+
+const tokd_packed_traits *tokd_packed_get_avx2(uint32_t type) {
+    const tokd_cpu_features *c = tokd_cpu();
+    if (!(c->avx2 && c->fma && c->f16c)) return NULL;
+    return find(PACKED_AVX2, sizeof PACKED_AVX2 / sizeof PACKED_AVX2[0], type);
+}
+
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
-    if (!(c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma)) return NULL;
-    if (strcmp(tokd_kernels_path(), "avx512") != 0) return NULL; /* TOKD_KERNELS forced a narrower path */
-    for (size_t i = 0; i < sizeof PACKED / sizeof PACKED[0]; i++)
-        if (PACKED[i].id == type) return &PACKED[i];
+    const char *path = tokd_kernels_path(); /* TOKD_KERNELS may force a narrower path */
+    if (c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma && !strcmp(path, "avx512"))
+        return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
+    if (!strcmp(path, "avx2")) return tokd_packed_get_avx2(type);
     return NULL;
 }
 
