@@ -7,7 +7,8 @@
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
- * and thread count. */
+ * and thread count. The AVX2 Q4_0 kernel is checked the same way on any CPU with AVX2,
+ * whichever path the process runs. */
 #include <math.h>
 #include <string.h>
 
