@@ -43,8 +43,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TOKD_PACK_ROWS 16
+
+/* Unaligned loads from a prepared activation row (quants in groups of four, float
+ * scales, int32 corrections), for the SIMD kernels. */
+static inline int32_t tokd_pk_ld_i32(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline float tokd_pk_ld_f32(const uint8_t *p) {
+    float v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
  * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */

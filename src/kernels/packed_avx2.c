@@ -22,16 +22,6 @@
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define PF_DIST 6144          /* as packed_avx512.c: for several activation rows only */
 
-INLINE int32_t ld_i32(const uint8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-INLINE float ld_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 /* vpdpbusd's step: s + (sum of four u8 x s8 products per int32 lane). */
 TGT INLINE __m256i dp4(__m256i s, __m256i u, __m256i a) {
@@ -60,13 +50,13 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, const uint8_t *act, siz
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
-                __m256i s = _mm256_set1_epi32(ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
+                __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
 #pragma GCC unroll 4
                 for (int g = 0; g < 4; g++) {
-                    s = dp4(s, lo[g], _mm256_set1_epi32(ld_i32(q + 4 * g)));
-                    t = dp4(t, hi[g], _mm256_set1_epi32(ld_i32(q + 4 * g + 16)));
+                    s = dp4(s, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
+                    t = dp4(t, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
                 }
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(ld_f32(a + dy_off + 4 * b)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
                 acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, t)), acc[r][h]);
             }
         }

@@ -22,16 +22,6 @@
 #define PF_DIST 6144
 #endif
 
-INLINE int32_t ld_i32(const uint8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-INLINE float ld_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 /* The eight block-sum steps of activation row a (quants q, correction corr) against a
  * block's eight weight vectors, in quant-group order 0..7. */
@@ -39,8 +29,8 @@ TGT INLINE __m512i block_sum(const __m512i wv[8], const uint8_t *q, int32_t corr
     __m512i s = _mm512_set1_epi32(corr), t = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
-        s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(ld_i32(q + 4 * g)));
-        t = _mm512_dpbusd_epi32(t, wv[g + 4], _mm512_set1_epi32(ld_i32(q + 4 * g + 16)));
+        s = _mm512_dpbusd_epi32(s, wv[g], _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
+        t = _mm512_dpbusd_epi32(t, wv[g + 4], _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
     }
     return _mm512_add_epi32(s, t);
 }
@@ -75,8 +65,8 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const uint8_t *a = act + (size_t)r * as;
-            __m512i s = block_sum(wv, a + b * 32, ld_i32(a + corr_off + 4 * b));
-            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ld_f32(a + dy_off + 4 * b)));
+            __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + corr_off + 4 * b));
+            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
             acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r]);
         }
     }
@@ -116,17 +106,17 @@ TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *
             }
         }
         const uint8_t *q = a + b * 32;
-        const __m512i corr = _mm512_set1_epi32(ld_i32(a + corr_off + 4 * b));
+        const __m512i corr = _mm512_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b));
         __m512i sa = corr, ta = _mm512_setzero_si512(), sb = corr, tb = ta;
 #pragma GCC unroll 4
         for (int g = 0; g < 4; g++) {
-            const __m512i y0 = _mm512_set1_epi32(ld_i32(q + 4 * g)), y1 = _mm512_set1_epi32(ld_i32(q + 4 * g + 16));
+            const __m512i y0 = _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g)), y1 = _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16));
             sa = _mm512_dpbusd_epi32(sa, va[g], y0);
             ta = _mm512_dpbusd_epi32(ta, va[g + 4], y1);
             sb = _mm512_dpbusd_epi32(sb, vb[g], y0);
             tb = _mm512_dpbusd_epi32(tb, vb[g + 4], y1);
         }
-        const __m512 dy = _mm512_set1_ps(ld_f32(a + dy_off + 4 * b));
+        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b));
         const __m512 da = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wa)), dy);
         const __m512 db = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb)), dy);
         acc_a = _mm512_fmadd_ps(da, _mm512_cvtepi32_ps(_mm512_add_epi32(sa, ta)), acc_a);
@@ -256,11 +246,11 @@ TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                __m512i s = _mm512_set1_epi32(ld_i32(a + 260 + 4 * j));
-                s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(ld_i32(a + 16 * j)));
-                s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(ld_i32(a + 16 * j + 4)));
-                s = _mm512_dpbusd_epi32(s, u2, _mm512_set1_epi32(ld_i32(a + 16 * j + 8)));
-                s = _mm512_dpbusd_epi32(s, u3, _mm512_set1_epi32(ld_i32(a + 16 * j + 12)));
+                __m512i s = _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+                s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
+                s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
+                s = _mm512_dpbusd_epi32(s, u2, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
+                s = _mm512_dpbusd_epi32(s, u3, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
                 isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
             }
         }
@@ -268,7 +258,7 @@ TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(ld_f32(a + 256)));
+            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + 256)));
             acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])));
         }
     }
@@ -341,7 +331,7 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
                     const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 32 * j;
                     __m512i s = _mm512_setzero_si512();
 #pragma GCC unroll 8
-                    for (int t = 0; t < 8; t++) s = _mm512_dpbusd_epi32(s, u[t], _mm512_set1_epi32(ld_i32(a + 4 * t)));
+                    for (int t = 0; t < 8; t++) s = _mm512_dpbusd_epi32(s, u[t], _mm512_set1_epi32(tokd_pk_ld_i32(a + 4 * t)));
                     isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
                 }
             }
@@ -361,8 +351,8 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
             const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT;
             __m512i summ = _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(ld_i32(a + 260 + 4 * i)));
-            const __m512 dy = _mm512_set1_ps(ld_f32(a + 256));
+            for (int i = 0; i < 4; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
+            const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
             __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
             __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
             acc[r] = _mm512_add_ps(acc[r], term);
