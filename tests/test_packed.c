@@ -7,7 +7,8 @@
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
- * and thread count. The AVX2 Q4_0 kernel is checked the same way on any CPU with AVX2,
+ * and thread count. The AVX2 Q4_0 kernels (with and without AVX-VNNI) and their
+ * activation preparation are checked the same way on any CPU that can run them,
  * whichever path the process runs. */
 #include <math.h>
 #include <string.h>
@@ -83,13 +84,16 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
         }
         CHECK(prep_bad == 0, "%s K=%lld: %d prepared activation rows differ from the scalar statement", tt->name,
               (long long)K, prep_bad);
-        float special[64] = {0};
-        special[3] = NAN;
-        for (int i = 32; i < 64; i++) special[i] = (float)(i - 48) * 0.37f;
-        uint8_t sa[64 * 40 / 32 + 64], sb[64 * 40 / 32 + 64];
-        tokd_packed_prep_ref(special, sa, 64, 8);
-        tokd_packed_prep_avx512(special, sb, 64, 8);
-        CHECK(memcmp(sa, sb, 80) == 0, "prep of a NaN block and a zero block differs from the scalar statement");
+        if (!q6k) { /* this form's own preparation, on a NaN block and a zero block */
+            float special[64] = {0};
+            special[3] = NAN;
+            for (int i = 32; i < 64; i++) special[i] = (float)(i - 48) * 0.37f;
+            uint8_t sa[64 * 40 / 32 + 64], sb[64 * 40 / 32 + 64];
+            tokd_packed_prep_ref(special, sa, 64, type == GGML_TYPE_Q4_0 ? 8 : 128);
+            pk->prep(special, sb, 64);
+            CHECK(memcmp(sa, sb, 80) == 0, "%s: prep of a NaN block and a zero block differs from the scalar statement",
+                  tt->name);
+        }
         free(ref);
         float y[33 * 48];
         int bad = 0;
@@ -149,11 +153,17 @@ int main(void) {
         }
         if (pk) check_type(types[i], pk, pool2);
     }
-    /* the AVX2 kernel on any CPU that has AVX2, whichever path this process runs */
-    const tokd_packed_traits *pk2 = tokd_packed_get_avx2(GGML_TYPE_Q4_0);
+    /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
+       them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        CHECK(pk2 != NULL && tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers Q4_0 (only)");
-        if (pk2 && !avx2_path) check_type(GGML_TYPE_Q4_0, pk2, pool2); /* (on the AVX2 path it ran above) */
+        const tokd_packed_traits *plain = tokd_packed_get_avx2_form(GGML_TYPE_Q4_0, 0);
+        const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(GGML_TYPE_Q4_0, 1);
+        CHECK(plain != NULL && tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers Q4_0 (only)");
+        CHECK((vnni != NULL) == c->avxvnni && tokd_packed_get_avx2(GGML_TYPE_Q4_0) == (c->avxvnni ? vnni : plain),
+              "the AVX2 form takes the AVX-VNNI kernel exactly where the CPU has AVX-VNNI");
+        if (plain) check_type(GGML_TYPE_Q4_0, plain, pool2);
+        if (vnni) check_type(GGML_TYPE_Q4_0, vnni, pool2);
+        if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "two distinct AVX2 kernels");
     }
     /* types without a packed form, and odd row counts, stay unpacked */
     CHECK(tokd_packed_get_any(GGML_TYPE_Q5_K) == NULL, "Q5_K has no packed form");

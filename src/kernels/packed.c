@@ -40,7 +40,7 @@ void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias) {
 }
 static void q4_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 8); }
 static void q8_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 128); }
-static void q4_0_prep_scalar(const float *x, void *dst, int64_t K) { tokd_packed_prep_ref(x, dst, K, 8); }
+static void q4_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 8); }
 
 static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     const int64_t nb = K / QK;
@@ -214,9 +214,12 @@ static const tokd_packed_traits PACKED[] = {
      q6_K_ref_dot},
 };
 
-/* AVX2 without AVX-512 VNNI: Q4_0 only (packed_avx2.c says why) */
+/* AVX2 without AVX-512 VNNI: Q4_0 only (packed_avx2.c says why), with AVX-VNNI or not */
 static const tokd_packed_traits PACKED_AVX2[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_scalar, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot},
+};
+static const tokd_packed_traits PACKED_AVXVNNI[] = {
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot},
 };
 
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {
@@ -225,10 +228,17 @@ static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n,
     return NULL;
 }
 
-const tokd_packed_traits *tokd_packed_get_avx2(uint32_t type) {
+const tokd_packed_traits *tokd_packed_get_avx2_form(uint32_t type, int vnni) {
+    tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
-    if (!(c->avx2 && c->fma && c->f16c)) return NULL;
+    if (!(c->avx2 && c->fma && c->f16c) || (vnni && !c->avxvnni)) return NULL;
+    if (vnni) return find(PACKED_AVXVNNI, sizeof PACKED_AVXVNNI / sizeof PACKED_AVXVNNI[0], type);
     return find(PACKED_AVX2, sizeof PACKED_AVX2 / sizeof PACKED_AVX2[0], type);
+}
+
+const tokd_packed_traits *tokd_packed_get_avx2(uint32_t type) {
+    tokd_kernels_init();
+    return tokd_packed_get_avx2_form(type, tokd_cpu()->avxvnni);
 }
 
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {

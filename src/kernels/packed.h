@@ -84,13 +84,18 @@ typedef struct {
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
-/* The AVX2 form whatever path the process runs (tests), or NULL without AVX2. */
+/* The AVX2 form whatever path the process runs (tests), or NULL without AVX2: its
+ * AVX-VNNI kernel where the CPU has AVX-VNNI. */
 const tokd_packed_traits *tokd_packed_get_avx2(uint32_t type);
+/* The AVX2 form with the kernel asked for (vnni: the AVX-VNNI one), or NULL where the
+ * CPU cannot run it (tests). */
+const tokd_packed_traits *tokd_packed_get_avx2_form(uint32_t type, int vnni);
 
 /* Activation row preparation with corrections -bias * sum(quants): the scalar
  * statement (Q8_0's activation quantiser) and the AVX-512 one the table uses. */
 void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias);
 void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias);
+void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias);
 
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
@@ -102,6 +107,8 @@ void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w
 /* packed_avx2.c */
 void tokd_packed_q4_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q4_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 

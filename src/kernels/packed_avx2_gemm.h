@@ -1,0 +1,73 @@
+/* packed_avx2_gemm.h — the body of packed_avx2.c's Q4_0 kernel, included there once per
+ * form with PK_NAME (suffixes each function), PK_TARGET (its target attribute) and
+ * PK_VNNI (1: vpdpbusd on 256-bit vectors, AVX-VNNI; 0: vpmaddubsw + vpmaddwd). Not a
+ * header for anything else. */
+
+/* vpdpbusd's step: s + (sum of four u8 x s8 products per int32 lane). */
+PK_TARGET INLINE __m256i PK_NAME(dp4)(__m256i s, __m256i u, __m256i a) {
+#if PK_VNNI
+    return _mm256_dpbusd_avx_epi32(s, u, a);
+#else
+    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1)));
+#endif
+}
+
+/* R activation rows (as bytes apart) against one group of nb blocks: outputs
+ * y[r * ldy + 0..15]. */
+PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                          int64_t ldy) {
+    __m256 acc[MAX_R][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++, w += BLOCK_BYTES) {
+        if (R > 1)
+            for (size_t l = 0; l < BLOCK_BYTES; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 + 64 * c + 32 * h));
+                lo[c] = _mm256_and_si256(v, m4);
+                hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            }
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
+                __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int g = 0; g < 4; g++) {
+                    s = PK_NAME(dp4)(s, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
+                    t = PK_NAME(dp4)(t, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                }
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, t)), acc[r][h]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(y + r * ldy, acc[r][0]);
+        _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
+    }
+}
+
+PK_TARGET void PK_NAME(tokd_packed_q4_0_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
+                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 32;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
+        float *yr = y + r0 * ldy;
+        /* the tile width a constant in each call, so that the accumulators are registers */
+        for (int64_t G = 0; G < n_groups; G++) {
+            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
+            switch (R) {
+            case 4: PK_NAME(group_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
+            case 3: PK_NAME(group_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
+            case 2: PK_NAME(group_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
+            default: PK_NAME(group_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
+            }
+        }
+    }
+}
