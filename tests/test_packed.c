@@ -7,8 +7,8 @@
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
- * and thread count. The AVX2 Q4_0 kernels (with and without AVX-VNNI) and their
- * activation preparation are checked the same way on any CPU that can run them,
+ * and thread count. The AVX2 Q4_0 and Q4_K kernels (with and without AVX-VNNI) and the
+ * Q4_0 activation preparation are checked the same way on any CPU that can run them,
  * whichever path the process runs. */
 #include <math.h>
 #include <string.h>
@@ -143,8 +143,8 @@ int main(void) {
     for (int i = 0; i < 4; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
-            /* without AVX-512 VNNI only the AVX2 Q4_0 form, on the AVX2 path */
-            int want = avx2_path && types[i] == GGML_TYPE_Q4_0;
+            /* without AVX-512 VNNI only the AVX2 Q4_0 and Q4_K forms, on the AVX2 path */
+            int want = avx2_path && (types[i] == GGML_TYPE_Q4_0 || types[i] == GGML_TYPE_Q4_K);
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -156,14 +156,19 @@ int main(void) {
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        const tokd_packed_traits *plain = tokd_packed_get_avx2_form(GGML_TYPE_Q4_0, 0);
-        const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(GGML_TYPE_Q4_0, 1);
-        CHECK(plain != NULL && tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers Q4_0 (only)");
-        CHECK((vnni != NULL) == c->avxvnni && tokd_packed_get_avx2(GGML_TYPE_Q4_0) == (c->avxvnni ? vnni : plain),
-              "the AVX2 form takes the AVX-VNNI kernel exactly where the CPU has AVX-VNNI");
-        if (plain) check_type(GGML_TYPE_Q4_0, plain, pool2);
-        if (vnni) check_type(GGML_TYPE_Q4_0, vnni, pool2);
-        if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "two distinct AVX2 kernels");
+        CHECK(tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q6_K) == NULL,
+              "AVX2 offers Q4_0 and Q4_K only");
+        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K};
+        for (int i = 0; i < 2; i++) {
+            const tokd_packed_traits *plain = tokd_packed_get_avx2_form(avx2_types[i], 0);
+            const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(avx2_types[i], 1);
+            CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);
+            CHECK((vnni != NULL) == c->avxvnni && tokd_packed_get_avx2(avx2_types[i]) == (c->avxvnni ? vnni : plain),
+                  "type %u: the AVX2 form takes the AVX-VNNI kernel exactly where the CPU has AVX-VNNI", avx2_types[i]);
+            if (plain) check_type(avx2_types[i], plain, pool2);
+            if (vnni) check_type(avx2_types[i], vnni, pool2);
+            if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "type %u: two distinct AVX2 kernels", avx2_types[i]);
+        }
     }
     /* types without a packed form, and odd row counts, stay unpacked */
     CHECK(tokd_packed_get_any(GGML_TYPE_Q5_K) == NULL, "Q5_K has no packed form");

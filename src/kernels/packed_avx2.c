@@ -1,5 +1,5 @@
-/* packed_avx2.c — the packed Q4_0 product (packed.h) with AVX2, for CPUs without
- * AVX-512 VNNI, and the activation row preparation it takes.
+/* packed_avx2.c — the packed Q4_0 and Q4_K products (packed.h) with AVX2, for CPUs
+ * without AVX-512 VNNI, and the Q4_0 activation row preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
  * is two 32-byte halves, rows 0-7 and rows 8-15, walked one after the other. vpdpbusd's
@@ -12,6 +12,9 @@
  * CPUs with AVX-VNNI (VEX-encoded vpdpbusd on 256-bit vectors: Intel since Alder Lake,
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
  * integer again.
+ *
+ * Q4_K's nibbles times Q8_K's quants (-128..127) never saturate vpmaddubsw either; its
+ * kernel keeps packed_avx512.c's arithmetic, so it gives the same bits.
  *
  * Q8_0 is not offered: its weights, stored as unsigned bytes plus 128, would saturate
  * vpmaddubsw. tokd_packed_prep_avx2 is tokd_packed_prep_avx512 eight lanes wide. */
@@ -27,6 +30,8 @@
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define PF_DIST 6144          /* as packed_avx512.c: for several activation rows only */
+#define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
+#define Q4K_ACT 276           /* Q4_K: prepared activation bytes per super-block */
 
 
 /* The kernel, written once (packed_avx2_gemm.h) and compiled per instruction set: the

@@ -71,3 +71,80 @@ PK_TARGET void PK_NAME(tokd_packed_q4_0_gemm)(int64_t K, int64_t n_groups, const
         }
     }
 }
+
+/* ---- Q4_K (packed.h's layout; packed_avx512.c's arithmetic) ----
+ * One half of the 16 rows (h: rows 8h..8h+7, bytes 32h..32h+31 of every 64-byte vector)
+ * at a time, for all super-blocks, so that a row's sums need only three registers. Per
+ * super-block and sub-block j: the 8 quant groups are the low (j even) or high (j odd)
+ * nibbles of vectors 8(j/2)..8(j/2)+7; each row's sum takes the 8 dp4 steps, then
+ * sum * scale joins the integer sum; the mins term is four vpmaddwd of (min 2i, min
+ * 2i+1) pairs with the activation's 32-element sums (vpdpwssd's integer). Float steps:
+ * out + ((dx*dy) * sumi - (dmx*dy) * summ), as the file layout's vec_dot. */
+PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                        int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int h = 0; h < 2; h++) {
+        __m256 acc[MAX_R];
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+        const uint8_t *wb = w;
+        for (int64_t b = 0; b < nb; b++, wb += Q4K_SB) {
+            const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h;
+            __m256i isum[MAX_R];
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                __m256i s[MAX_R];
+                for (int r = 0; r < R; r++) s[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * (j / 2) + t)));
+                    const __m256i u = j & 1 ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4) : _mm256_and_si256(raw, m4);
+                    for (int r = 0; r < R; r++) {
+                        const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 32 * j + 4 * t;
+                        s[r] = PK_NAME(dp4)(s[r], u, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
+                    }
+                }
+                const __m256i scj = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j)));
+                for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s[r], scj));
+            }
+            __m256i mp[4];
+            for (int i = 0; i < 4; i++) {
+                const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i))));
+                const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i + 1))));
+                mp[i] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+            }
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+            const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT;
+                __m256i summ = _mm256_setzero_si256();
+                for (int i = 0; i < 4; i++)
+                    summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp[i], _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i))));
+                const __m256 dy = _mm256_set1_ps(tokd_pk_ld_f32(a + 256));
+                const __m256 d = _mm256_mul_ps(dx, dy), dm = _mm256_mul_ps(dmx, dy);
+                const __m256 term = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])),
+                                                  _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ)));
+                acc[r] = _mm256_add_ps(acc[r], term);
+            }
+        }
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
+    }
+}
+
+PK_TARGET void PK_NAME(tokd_packed_q4_K_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
+                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 256;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
+        float *yr = y + r0 * ldy;
+        for (int64_t G = 0; G < n_groups; G++) {
+            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
+            switch (R) {
+            case 4: PK_NAME(q4k_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
+            case 3: PK_NAME(q4k_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
+            case 2: PK_NAME(q4k_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
+            default: PK_NAME(q4k_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
+            }
+        }
+    }
+}
