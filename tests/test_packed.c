@@ -7,7 +7,7 @@
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
- * and thread count. The AVX2 Q4_0 and Q4_K kernels (with and without AVX-VNNI) and the
+ * and thread count. The AVX2 Q4_0, Q4_K and Q6_K kernels (with and without AVX-VNNI) and the
  * Q4_0 activation preparation are checked the same way on any CPU that can run them,
  * whichever path the process runs. */
 #include <math.h>
@@ -143,8 +143,8 @@ int main(void) {
     for (int i = 0; i < 4; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
-            /* without AVX-512 VNNI only the AVX2 Q4_0 and Q4_K forms, on the AVX2 path */
-            int want = avx2_path && (types[i] == GGML_TYPE_Q4_0 || types[i] == GGML_TYPE_Q4_K);
+            /* without AVX-512 VNNI only the AVX2 forms (all but Q8_0), on the AVX2 path */
+            int want = avx2_path && types[i] != GGML_TYPE_Q8_0;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -156,10 +156,9 @@ int main(void) {
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        CHECK(tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q6_K) == NULL,
-              "AVX2 offers Q4_0 and Q4_K only");
-        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K};
-        for (int i = 0; i < 2; i++) {
+        CHECK(tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers no Q8_0 form");
+        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+        for (int i = 0; i < 3; i++) {
             const tokd_packed_traits *plain = tokd_packed_get_avx2_form(avx2_types[i], 0);
             const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(avx2_types[i], 1);
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);

@@ -214,16 +214,19 @@ static const tokd_packed_traits PACKED[] = {
      q6_K_ref_dot},
 };
 
-/* AVX2 without AVX-512 VNNI: Q4_0 and Q4_K (packed_avx2.c says why not Q8_0), with
- * AVX-VNNI or not */
+/* AVX2 without AVX-512 VNNI: Q4_0, Q4_K and Q6_K (packed_avx2.c says why not Q8_0),
+ * with AVX-VNNI or not */
 static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot},
+    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avxvnni,
      q4_K_ref_dot},
+    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avxvnni,
+     q6_K_ref_dot},
 };
 
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {

@@ -80,7 +80,7 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; AVX2 alone packs Q4_0 and Q4_K. */
+ * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; AVX2 alone packs Q4_0, Q4_K and Q6_K. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -112,6 +112,10 @@ void tokd_packed_q4_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, s
 void tokd_packed_q4_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q6_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q6_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                    const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -1,4 +1,4 @@
-/* packed_avx2.c — the packed Q4_0 and Q4_K products (packed.h) with AVX2, for CPUs
+/* packed_avx2.c — the packed Q4_0, Q4_K and Q6_K products (packed.h) with AVX2, for CPUs
  * without AVX-512 VNNI, and the Q4_0 activation row preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
@@ -13,8 +13,9 @@
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
  * integer again.
  *
- * Q4_K's nibbles times Q8_K's quants (-128..127) never saturate vpmaddubsw either; its
- * kernel keeps packed_avx512.c's arithmetic, so it gives the same bits.
+ * Q4_K's nibbles and Q6_K's 6-bit weights times Q8_K's quants (-128..127) never
+ * saturate vpmaddubsw either (|2 * 63 * 128| < 2^15); their kernels keep
+ * packed_avx512.c's arithmetic, so they give the same bits.
  *
  * Q8_0 is not offered: its weights, stored as unsigned bytes plus 128, would saturate
  * vpmaddubsw. tokd_packed_prep_avx2 is tokd_packed_prep_avx512 eight lanes wide. */
@@ -32,6 +33,8 @@
 #define PF_DIST 6144          /* as packed_avx512.c: for several activation rows only */
 #define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q4K_ACT 276           /* Q4_K: prepared activation bytes per super-block */
+#define Q6K_SB (16 * 210)     /* Q6_K: packed bytes of one super-block of 16 rows */
+#define Q6K_ACT 324           /* Q6_K: prepared activation bytes per super-block */
 
 
 /* The kernel, written once (packed_avx2_gemm.h) and compiled per instruction set: the

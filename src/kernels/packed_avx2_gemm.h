@@ -148,3 +148,73 @@ PK_TARGET void PK_NAME(tokd_packed_q4_K_gemm)(int64_t K, int64_t n_groups, const
         }
     }
 }
+
+/* ---- Q6_K (packed.h's layout; packed_avx512.c's arithmetic) ----
+ * One 8-row half at a time, as Q4_K. Sub-block j's four groups of unsigned 6-bit weights
+ * are rebuilt from the nibble and top-bit vectors; each row's sum starts at its
+ * correction (-32 * the sub-block's activation sum), takes four dp4 steps (6-bit weights
+ * never saturate vpmaddubsw) and joins the integer sum times the rows' scales; then
+ * out = out + (dx * dy) * (float)isum per super-block, as the file layout's vec_dot. */
+PK_TARGET INLINE __m256i PK_NAME(q6k_group)(const uint8_t *nib, const uint8_t *top, int g) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+    const __m256i n = _mm256_loadu_si256((const __m256i *)(nib + 64 * (g & 31)));
+    const __m256i lo = g < 32 ? _mm256_and_si256(n, m4) : _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
+    const __m256i t = _mm256_loadu_si256((const __m256i *)(top + 64 * (g & 15)));
+    const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
+    const __m256i ts = k == 0 ? _mm256_slli_epi16(t, 4) : k == 1 ? _mm256_slli_epi16(t, 2) : k == 2 ? t : _mm256_srli_epi16(t, 2);
+    return _mm256_or_si256(_mm256_and_si256(ts, m30), lo);
+}
+
+PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                        int64_t ldy) {
+    for (int h = 0; h < 2; h++) {
+        __m256 acc[MAX_R];
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+        const uint8_t *wb = w;
+        for (int64_t b = 0; b < nb; b++, wb += Q6K_SB) {
+            const uint8_t *sc = wb + 32 + 8 * h, *nib = wb + 288 + 32 * h, *top = wb + 288 + 2048 + 32 * h;
+            __m256i isum[MAX_R];
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) {
+                const __m256i u0 = PK_NAME(q6k_group)(nib, top, 4 * j), u1 = PK_NAME(q6k_group)(nib, top, 4 * j + 1);
+                const __m256i u2 = PK_NAME(q6k_group)(nib, top, 4 * j + 2), u3 = PK_NAME(q6k_group)(nib, top, 4 * j + 3);
+                const __m256i scj = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j)));
+                for (int r = 0; r < R; r++) {
+                    const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
+                    __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+                    s = PK_NAME(dp4)(s, u0, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
+                    s = PK_NAME(dp4)(s, u1, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
+                    s = PK_NAME(dp4)(s, u2, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
+                    s = PK_NAME(dp4)(s, u3, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s, scj));
+                }
+            }
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+            for (int r = 0; r < R; r++) {
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + (size_t)b * Q6K_ACT + 256)));
+                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
+            }
+        }
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
+    }
+}
+
+PK_TARGET void PK_NAME(tokd_packed_q6_K_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
+                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 256;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
+        float *yr = y + r0 * ldy;
+        for (int64_t G = 0; G < n_groups; G++) {
+            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
+            switch (R) {
+            case 4: PK_NAME(q6k_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
+            case 3: PK_NAME(q6k_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
+            case 2: PK_NAME(q6k_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
+            default: PK_NAME(q6k_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
+            }
+        }
+    }
+}
