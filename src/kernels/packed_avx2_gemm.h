@@ -75,9 +75,9 @@ PK_TARGET void PK_NAME(tokd_packed_q4_0_gemm)(int64_t K, int64_t n_groups, const
 /* ---- Q4_K (packed.h's layout; packed_avx512.c's arithmetic) ----
  * One half of the 16 rows (h: rows 8h..8h+7, bytes 32h..32h+31 of every 64-byte vector)
  * at a time, for all super-blocks, so that a row's sums need only three registers. Per
- * super-block and sub-block j: the 8 quant groups are the low (j even) or high (j odd)
- * nibbles of vectors 8(j/2)..8(j/2)+7; each row's sum takes the 8 dp4 steps, then
- * sum * scale joins the integer sum; the mins term is four vpmaddwd of (min 2i, min
+ * super-block and sub-blocks 2c, 2c+1: their 8 quant groups are the low and the high
+ * nibbles of vectors 8c..8c+7 (each loaded once for both); each row's two sums take 8
+ * dp4 steps each, then sum * scale joins the integer sum (exact, so in any order); the mins term is four vpmaddwd of (min 2i, min
  * 2i+1) pairs with the activation's 32-element sums (vpdpwssd's integer). Float steps:
  * out + ((dx*dy) * sumi - (dmx*dy) * summ), as the file layout's vec_dot. */
 PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
@@ -91,20 +91,25 @@ PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint
             const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h;
             __m256i isum[MAX_R];
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++) {
-                __m256i s[MAX_R];
-                for (int r = 0; r < R; r++) s[r] = _mm256_setzero_si256();
+            for (int c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles) and 2c+1 (high) */
+                __m256i s0[MAX_R], s1[MAX_R];
+                for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
-                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * (j / 2) + t)));
-                    const __m256i u = j & 1 ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4) : _mm256_and_si256(raw, m4);
+                    const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
+                    const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
                     for (int r = 0; r < R; r++) {
-                        const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 32 * j + 4 * t;
-                        s[r] = PK_NAME(dp4)(s[r], u, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
+                        const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 64 * c + 4 * t;
+                        s0[r] = PK_NAME(dp4)(s0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
+                        s1[r] = PK_NAME(dp4)(s1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
                     }
                 }
-                const __m256i scj = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j)));
-                for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s[r], scj));
+                const __m256i sc0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * c)));
+                const __m256i sc1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * c + 16)));
+                for (int r = 0; r < R; r++) { /* sub-block 2c's term, then 2c+1's, as the j order */
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s0[r], sc0));
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s1[r], sc1));
+                }
             }
             __m256i mp[4];
             for (int i = 0; i < 4; i++) {
