@@ -9,6 +9,11 @@
  * lanes wide, and the weighted sum of V keeps several heads' accumulators in registers
  * while each V row is loaded once.
  *
+ * CPUs with AVX2, FMA and F16C but no AVX-512 take the same path 8 keys at a time
+ * (attn_256_NV: the 32-lane row tree as four 8-lane vectors, a 128-bit and two in-lane
+ * shuffle steps per fold, the 16-lane double sum as four 4-double vectors, and P x V in
+ * tiles of heads x columns that fit 16 registers): again the statement's bits.
+ *
  * Both products, k * qh and p * v, multiply two F16 values (11 significant bits each),
  * so they are exact in F32: a fused multiply-add gives the same bits as the statement's
  * multiply, then add, and the vector code uses it. */
@@ -214,9 +219,188 @@ ATTN_512(2)
 ATTN_512(4)
 ATTN_512(8)
 
+/* ---- AVX2 + FMA + F16C: the same arithmetic 8 lanes wide ---- */
+
+#define TGT256 __attribute__((target("avx2,fma,f16c")))
+
+/* The 32 lanes of a row tree are four vectors a0..a3 (lanes 0-7, 8-15, 16-23, 24-31);
+ * (a0 + a2) + (a1 + a3) are the steps l + l+16 and l + l+8, leaving 8 lanes per key.
+ * Eight keys' vectors then fold into one vector of eight scores: */
+TGT256 INLINE __m256 fold4_256(__m256 a, __m256 b) { /* key x r8, key y r8 -> [x r4 | y r4] */
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+TGT256 INLINE __m256 fold2_256(__m256 a, __m256 b) { /* per chunk: [a0+a2, a1+a3, b0+b2, b1+b3] */
+    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3, b0+b1, b2+b3] */
+    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* The 8 dot products of qh (NV vectors) with the key rows k, k + kvd, ..., in key order.
+ * Pairing keys j and j + 4 in fold4_256 leaves key j in lane j after fold1_256 (chunk 0
+ * ends [0 1 2 3], chunk 1 [4 5 6 7]): no permutation. */
+#define DOT8(NV)                                                                                       \
+    TGT256 INLINE __m256 dot8_##NV(const float *k, size_t kvd, const __m256 *qv) {                     \
+        __m256 r8[8];                                                                                  \
+        for (int j = 0; j < 8; j++) {                                                                  \
+            const float *kr = k + (size_t)j * kvd;                                                     \
+            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                \
+            for (int c = 0; c < NV; c += 4) {                                                          \
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                          \
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                  \
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                 \
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                 \
+            }                                                                                          \
+            r8[j] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                       \
+        }                                                                                              \
+        __m256 r4[4];                                                                                  \
+        for (int j = 0; j < 4; j++) r4[j] = fold4_256(r8[j], r8[j + 4]);                               \
+        return fold1_256(fold2_256(r4[0], r4[1]), fold2_256(r4[2], r4[3]));                            \
+    }
+
+/* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
+ * of p[h * n_pad + t] * V row t, in key order. With 16 vector registers a tile of HC
+ * heads by NVC vectors keeps its accumulators in registers (hc a constant in every call,
+ * as in pv_NV); wider heads take several column tiles. */
+#define PV256(NV, NVC, HC)                                                                             \
+    TGT256 INLINE void pv256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
+                                  int32_t n_keys, const float *p, int32_t n_pad, const int hc, int c0, \
+                                  float *out) {                                                        \
+        enum { HD = 8 * NV };                                                                          \
+        const int32_t bs = kv->block_size;                                                             \
+        const size_t kvd = (size_t)kv->kv_dim;                                                         \
+        __m256 acc[HC][NVC];                                                                           \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                           \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_setzero_ps();     \
+        for (int32_t t0 = 0; t0 < n_keys; t0 += bs) { /* page by page: no division per key */          \
+            const float *v = tokd_kv_v_at(kv, blocks[t0 / bs], layer) + (size_t)kvh * HD + 8 * c0;     \
+            const int32_t te = n_keys - t0 < bs ? n_keys - t0 : bs;                                    \
+            for (int32_t j = 0; j < te; j++, v += kvd) {                                               \
+                __m256 vv[NVC];                                                                        \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) vv[c] = _mm256_loadu_ps(v + 8 * c); \
+                _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) {                                 \
+                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * n_pad + t0 + j);             \
+                    _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_fmadd_ps(pb, vv[c], acc[h][c]); \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
+        _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                           \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                      \
+                _mm256_storeu_ps(out + (size_t)h * HD + 8 * (c0 + c), acc[h][c]);                      \
+    }
+
+/* Keys t0 .. t0+7 that exist (t < n_keys): all-ones lanes. */
+TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
+    const int32_t n = n_keys - t0 < 8 ? n_keys - t0 : 8;
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
+/* attn_512_NV 8 keys at a time (a page is a multiple of 8 positions). Keys past n_keys
+ * in the last group of 8 are computed from whatever the page holds there and then left
+ * out: of the max by a blend, of the sum by zeroing their exponentials (adding +0 to a
+ * lane the statement never touches changes nothing), of P x V by its loop bound. The
+ * double sum keeps the statement's 16 lanes as four vectors: keys t % 16 in 0-3, 4-7
+ * (a group of 8 starting at a multiple of 16), 8-11, 12-15 (the next group). */
+#define ATTN_256(NV, NVC, HC)                                                                          \
+    DOT8(NV)                                                                                           \
+    PV256(NV, NVC, HC)                                                                                 \
+    TGT256 static void attn_256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
+                                     int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
+        enum { HD = 8 * NV };                                                                          \
+        const int32_t bs = kv->block_size;                                                             \
+        const size_t kvd = (size_t)kv->kv_dim;                                                         \
+        const int32_t n_pad = (n_keys + 15) & ~15, n_pad8 = (n_keys + 7) & ~7;                         \
+        const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)HD));                                  \
+        for (int32_t g = 0; g < group; g++) {                                                          \
+            float *s = scratch + (size_t)g * n_pad;                                                    \
+            __m256 qv[NV];                                                                             \
+            for (int c = 0; c < NV; c++)                                                               \
+                qv[c] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + (size_t)g * HD + 8 * c),   \
+                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
+            __m256 mv = _mm256_set1_ps(-INFINITY);                                                     \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
+                const float *k = tokd_kv_k_at(kv, blocks[t0 / bs], layer) + (size_t)(t0 % bs) * kvd +  \
+                                 (size_t)kvh * HD;                                                     \
+                __m256 sc = _mm256_mul_ps(dot8_##NV(k, kvd, qv), scale);                               \
+                /* max(sc, m) is sc > m ? sc : m, the statement's update (NaN scores skipped) */       \
+                mv = _mm256_blendv_ps(mv, _mm256_max_ps(sc, mv), valid8(n_keys, t0));                  \
+                _mm256_storeu_ps(s + t0, sc);                                                          \
+            }                                                                                          \
+            if (n_pad8 < n_pad) _mm256_storeu_ps(s + n_pad8, _mm256_setzero_ps());                     \
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));          \
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));                                                \
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));                                                  \
+            const __m256 m = _mm256_broadcastss_ps(m4);                                                \
+            __m256d d0 = _mm256_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;                               \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
+                __m256 e0 = _mm256_and_ps(valid8(n_keys, t0),                                          \
+                                          tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0), m)));   \
+                __m256 e1 = _mm256_and_ps(valid8(n_keys, t0 + 8),                                      \
+                                          tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0 + 8), m))); \
+                _mm256_storeu_ps(s + t0, e0);                                                          \
+                _mm256_storeu_ps(s + t0 + 8, e1);                                                      \
+                d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));                   \
+                d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));                 \
+                d2 = _mm256_add_pd(d2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));                   \
+                d3 = _mm256_add_pd(d3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));                 \
+            }                                                                                          \
+            __m256d s4 = _mm256_add_pd(_mm256_add_pd(d0, d2), _mm256_add_pd(d1, d3));                  \
+            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));         \
+            double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                       \
+            const __m256 iv = _mm256_set1_ps((float)(1.0 / sum));                                      \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
+                __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + t0), iv);                                \
+                _mm256_storeu_ps(s + t0, _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+            }                                                                                          \
+        }                                                                                              \
+        for (int32_t g0 = 0; g0 < group; g0 += HC) {                                                   \
+            const int hc = group - g0 < HC ? group - g0 : HC;                                          \
+            const float *p = scratch + (size_t)g0 * n_pad;                                             \
+            float *o = out + (size_t)g0 * HD;                                                          \
+            for (int c0 = 0; c0 < NV; c0 += NVC) { /* the head count a constant in every call */       \
+                if (hc == HC) pv256_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, HC, c0, o);         \
+                else if (hc == 1) pv256_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, 1, c0, o);      \
+                else if (hc == 2) pv256_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, 2, c0, o);      \
+                else pv256_##NV(kv, blocks, layer, kvh, n_keys, p, n_pad, hc, c0, o);                  \
+            }                                                                                          \
+        }                                                                                              \
+    }
+
+ATTN_256(4, 4, 3)
+ATTN_256(8, 4, 3)
+ATTN_256(16, 4, 3)
+
 static bool use_512(void) {
     const tokd_cpu_features *f = tokd_cpu();
     return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
+}
+static bool has_256(void) {
+    const tokd_cpu_features *f = tokd_cpu();
+    return f->avx2 && f->fma && f->f16c;
+}
+/* The AVX2 path on "avx2", and on "avx512" for what the AVX-512 path does not take;
+ * never on "scalar". */
+static bool use_256(void) {
+    const char *path = tokd_kernels_path();
+    return has_256() && (strcmp(path, "avx2") == 0 || strcmp(path, "avx512") == 0);
+}
+
+/* 0 when the AVX2 path took the shape, -1 when it does not (the caller checked the CPU). */
+static int attn_256(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                    const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
+    if (kv->block_size % 8 != 0 || group > 256 || n_keys <= 0) return -1;
+    switch (hd) {
+    case 32: attn_256_4(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
+    case 64: attn_256_8(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
+    case 128: attn_256_16(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
+    default: return -1;
+    }
+}
+
+int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                        const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
+    if (!has_256()) return -1;
+    return attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
 }
 
 void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
@@ -230,5 +414,6 @@ void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int
         default: break;
         }
     }
+    if (use_256() && attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch) == 0) return;
     tokd_attention_ref(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
 }

@@ -1,8 +1,9 @@
 /* attention.h — softmax attention of one position's query heads over a paged KV cache.
  *
  * Owned here: the arithmetic of attention, stated once in scalar code
- * (tokd_attention_ref) and implemented again with AVX-512 for the heads that share one
- * KV head (grouped-query attention), bit for bit. forward.c only schedules it.
+ * (tokd_attention_ref) and implemented again with AVX-512 and with AVX2 + FMA + F16C for
+ * the heads that share one KV head (grouped-query attention), bit for bit. forward.c
+ * only schedules it.
  *
  * The numerics, for query head q (already in the caller's layout) over keys 0..n-1:
  *   qh = q rounded to F16 (llama.cpp's F16 cache multiplies F16 q by F16 K);
@@ -30,6 +31,12 @@ void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int
 
 /* The scalar statement of the same (any hd). */
 void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                        const float *q, int32_t group, int32_t hd, float *out, float *scratch);
+
+/* The AVX2 path, whatever TOKD_KERNELS selected (for tests): 0, or -1 (nothing written)
+ * where the CPU lacks AVX2, FMA or F16C or the path does not take the shape (hd other
+ * than 32, 64, 128; a page not a multiple of 8 positions; group > 256; n_keys < 1). */
+int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                         const float *q, int32_t group, int32_t hd, float *out, float *scratch);
 
 #endif

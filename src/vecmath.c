@@ -1,4 +1,4 @@
-/* vecmath.c — see vecmath.h: the scalar statements and their AVX-512 loops. */
+/* vecmath.c — see vecmath.h: the scalar statements and their AVX-512 and AVX2 loops. */
 #include "vecmath.h"
 
 #include <math.h>
@@ -67,14 +67,52 @@ TOKD_VECMATH_TGT static void swiglu_512(float *g, const float *u, int64_t n) {
     for (; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
 }
 
+TOKD_VECMATH_TGT256 static void exp_neg_256(const float *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, tokd_exp_neg8(_mm256_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] = tokd_exp_neg(x[i]);
+}
+
+/* swiglu_512 with the masks as blends: -|x| is 0 - x where x is not below 0 (0 - 0 gives
+ * +0 where the statement has -0; tokd_exp_neg(+0) and tokd_exp_neg(-0) are both 1), and
+ * the numerator is x * E below 0, x elsewhere (NaN included, as in the statement). */
+TOKD_VECMATH_TGT256 static void swiglu_256(float *g, const float *u, int64_t n) {
+    int64_t i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(g + i);
+        __m256 neg = _mm256_cmp_ps(x, zero, _CMP_LT_OQ);
+        __m256 e = tokd_exp_neg8(_mm256_blendv_ps(_mm256_sub_ps(zero, x), x, neg));
+        __m256 den = _mm256_add_ps(one, e);
+        __m256 num = _mm256_blendv_ps(x, _mm256_mul_ps(x, e), neg);
+        __m256 s = _mm256_div_ps(num, den);
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
+}
+
 static bool use_512(void) {
     const tokd_cpu_features *f = tokd_cpu();
     return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
+}
+static bool has_256(void) {
+    const tokd_cpu_features *f = tokd_cpu();
+    return f->avx2 && f->fma && f->f16c;
+}
+/* Where AVX-512 is not taken: the AVX2 loops on the "avx2" path (and on "avx512" should
+ * the CPU lack what use_512 wants), never on "scalar". */
+static bool use_256(void) {
+    const char *path = tokd_kernels_path();
+    return has_256() && (strcmp(path, "avx2") == 0 || strcmp(path, "avx512") == 0);
 }
 
 void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
     if (use_512()) {
         exp_neg_512(x, y, n);
+        return;
+    }
+    if (use_256()) {
+        exp_neg_256(x, y, n);
         return;
     }
     for (int64_t i = 0; i < n; i++) y[i] = tokd_exp_neg(x[i]);
@@ -85,5 +123,21 @@ void tokd_swiglu_n(float *g, const float *u, int64_t n) {
         swiglu_512(g, u, n);
         return;
     }
+    if (use_256()) {
+        swiglu_256(g, u, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
+}
+
+int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n) {
+    if (!has_256()) return -1;
+    exp_neg_256(x, y, n);
+    return 0;
+}
+
+int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n) {
+    if (!has_256()) return -1;
+    swiglu_256(g, u, n);
+    return 0;
 }

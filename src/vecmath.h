@@ -2,8 +2,8 @@
  *
  * libm's expf is scalar and its last bit is the library's business. These are stated
  * once as a sequence of float operations (scalar code in vecmath.c) and computed again
- * 16 lanes wide with AVX-512 by the same operations, so either path gives the same bits
- * and batch invariance never depends on which ran. */
+ * 16 lanes wide with AVX-512 and 8 lanes wide with AVX2 + FMA by the same operations, so
+ * every path gives the same bits and batch invariance never depends on which ran. */
 #ifndef TOKD_VECMATH_H
 #define TOKD_VECMATH_H
 
@@ -13,7 +13,8 @@
 /* exp(x) for x <= 0 (larger x is clamped to 0): Cody–Waite reduction by ln 2, a degree-7
  * polynomial, scaling by 2^n in two exact steps. Within 2 ulp of exp; 0 below -104. */
 float tokd_exp_neg(float x);
-/* y[i] = tokd_exp_neg(x[i]) (16 at a time where the CPU has AVX-512; the same bits). */
+/* y[i] = tokd_exp_neg(x[i]) (16 at a time where the CPU has AVX-512, 8 with AVX2; the
+ * same bits). */
 void tokd_exp_neg_n(const float *x, float *y, int64_t n);
 
 /* SwiGLU in place: g[i] = silu(g[i]) * u[i], silu(g) = g / (1 + E) for g >= 0 and
@@ -21,7 +22,12 @@ void tokd_exp_neg_n(const float *x, float *y, int64_t n);
 float tokd_silu(float g);
 void tokd_swiglu_n(float *g, const float *u, int64_t n);
 
-/* ---- for the AVX-512 code of other modules ---- */
+/* The AVX2 loops of the two, whatever path TOKD_KERNELS selected (for tests): 0, or -1
+ * (nothing written) where the CPU lacks AVX2, FMA or F16C. */
+int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n);
+int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n);
+
+/* ---- for the SIMD code of other modules ---- */
 #define EXP_LOG2E 1.44269504088896341f
 #define EXP_LN2_HI 0.693359375f     /* 9 significant bits: n * LN2_HI is exact for |n| <= 2^15 */
 #define EXP_LN2_LO -2.12194440e-4f  /* ln 2 - LN2_HI */
@@ -59,5 +65,31 @@ TOKD_VECMATH_TGT static inline __attribute__((always_inline)) __m512 tokd_exp_ne
     return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
 }
 
+/* The same operations 8 lanes wide (AVX2 + FMA; _mm256_max_ps / _mm256_min_ps, like the
+ * 512-bit ones, return the second operand when either is NaN). */
+#define TOKD_VECMATH_TGT256 __attribute__((target("avx2,fma,f16c")))
+TOKD_VECMATH_TGT256 static inline __attribute__((always_inline)) __m256 tokd_exp_neg8(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
+    x = _mm256_min_ps(_mm256_setzero_ps(), x);
+    __m256 y = _mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E));
+    __m256 t = _mm256_add_ps(y, _mm256_set1_ps(EXP_MAGIC));
+    __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(EXP_MAGIC));
+    __m256i ni = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(t), _mm256_set1_epi32(0x007fffff)),
+                                  _mm256_set1_epi32(0x00400000));
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_C7);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23)));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
+}
 
 #endif

@@ -1,7 +1,9 @@
-/* test_attention.c — attention.c: the AVX-512 path gives the scalar statement's bits
- * (tokd_attention_ref) for head sizes 32, 64 and 128, GQA groups 1..8, key counts that
- * fill and that end inside a page, scattered page tables and values spanning many
- * magnitudes. */
+/* test_attention.c — attention.c: the selected path (AVX-512, AVX2 or scalar) and the
+ * AVX2 path on any CPU with AVX2, FMA and F16C give the scalar statement's bits
+ * (tokd_attention_ref) for head sizes 32, 64 and 128, GQA groups 1..8, pages of 16, 8
+ * and 24 positions, key counts that fill and that end inside a page or a group of 8,
+ * scattered page tables, values spanning many magnitudes, and NaN or huge keys stored
+ * past the last key (which must stay out of the result). */
 #include <math.h>
 #include <string.h>
 
@@ -19,16 +21,74 @@ static float frand(void) {
 }
 static float f16r(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
 
+static int has_avx2(void) {
+    const tokd_cpu_features *c = tokd_cpu();
+    return c->avx2 && c->fma && c->f16c;
+}
+
+/* The AVX2 path's bits, or 0 where this CPU has no AVX2 (the hook refused, checked in
+ * check_avx2_refusals). A supported shape the hook refuses counts as a difference. */
+static int avx2_differs(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n,
+                        const float *q, int32_t group, int32_t hd, const float *ref, float *scratch) {
+    if (!has_avx2()) return 0;
+    float out[8 * 128];
+    memset(out, 0xA5, sizeof out);
+    if (tokd_attention_avx2(kv, blocks, layer, kvh, n, q, group, hd, out, scratch) != 0) return hd % 32 != 0 ? 0 : 1;
+    return memcmp(out, ref, sizeof(float) * (size_t)group * hd) != 0;
+}
+
+/* Keys n .. (the end of n's page) of every layer and KV head set to `val` (K only: V
+ * past the last key is never read by either path), for the poisoned-tail cases; the
+ * old values saved in / restored from keep. */
+static void poison_tail(tokd_kv *kv, const int32_t *blocks, int32_t n, float val, float *keep, int restore) {
+    const int32_t bs = kv->block_size, kvd = kv->kv_dim;
+    size_t w = 0;
+    for (int32_t layer = 0; layer < kv->n_layer; layer++)
+        for (int32_t t = n; t % bs != 0; t++) {
+            float *k = tokd_kv_k_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd;
+            for (int32_t i = 0; i < kvd; i++, w++) {
+                if (restore) k[i] = keep[w];
+                else keep[w] = k[i], k[i] = val;
+            }
+        }
+}
+
+static void check_avx2_refusals(void) {
+    tokd_kv kv;
+    tokd_err err;
+    const int32_t hd = 64;
+    CHECK(tokd_kv_init(&kv, 12, 4, 1, hd, &err) == 0, "kv init: %s", err.msg);
+    memset(kv.k, 0, sizeof(float) * 4 * 12 * hd);
+    memset(kv.v, 0, sizeof(float) * 4 * 12 * hd);
+    int32_t blocks[4] = {0, 1, 2, 3};
+    float q[64] = {0}, out[64], scratch[64];
+    if (!has_avx2()) {
+        CHECK(tokd_attention_avx2(&kv, blocks, 0, 0, 8, q, 1, hd, out, scratch) == -1, "no AVX2: the hook refuses");
+    } else {
+        CHECK(tokd_attention_avx2(&kv, blocks, 0, 0, 8, q, 1, hd, out, scratch) == -1, "a page of 12: refused");
+        kv.block_size = 8; /* 48 positions in 6 pages of 8: the same memory */
+        CHECK(tokd_attention_avx2(&kv, blocks, 0, 0, 8, q, 1, hd, out, scratch) == 0, "a page of 8: taken");
+        CHECK(tokd_attention_avx2(&kv, blocks, 0, 0, 0, q, 1, hd, out, scratch) == -1, "no keys: refused");
+        CHECK(tokd_attention_avx2(&kv, blocks, 0, 0, 8, q, 1, 48, out, scratch) == -1, "hd 48: refused");
+        kv.block_size = 12;
+    }
+    tokd_kv_free(&kv);
+}
+
 int main(void) {
     tokd_kernels_init();
+    check_avx2_refusals();
     const int32_t hds[] = {32, 64, 128, 48};
     const int32_t groups[] = {1, 3, 8};
-    const int32_t n_layer = 2, bs = 16, n_head_kv = 2;
+    const int32_t bss[] = {16, 8, 24};
+    const int32_t n_layer = 2, n_head_kv = 2;
+    int avx2_cases = 0;
+    for (size_t bi = 0; bi < sizeof bss / sizeof bss[0]; bi++)
     for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
-        const int32_t hd = hds[hi], kv_dim = n_head_kv * hd;
+        const int32_t bs = bss[bi], hd = hds[hi], kv_dim = n_head_kv * hd;
         tokd_kv kv;
         tokd_err err;
-        const int64_t n_blocks = 24;
+        const int64_t n_blocks = 384 / bs; /* 24, 48, 16: each prime to 7 */
         CHECK(tokd_kv_init(&kv, bs, n_blocks, n_layer, kv_dim, &err) == 0, "kv init: %s", err.msg);
         /* F16 values as the cache holds them, magnitudes from 1e-3 to 30 */
         size_t n_vals = (size_t)n_blocks * n_layer * bs * kv_dim;
@@ -36,14 +96,14 @@ int main(void) {
             kv.k[i] = f16r(frand() * (i % 97 == 0 ? 30.0f : i % 13 == 0 ? 0.001f : 3.0f));
             kv.v[i] = f16r(frand() * (i % 89 == 0 ? 20.0f : 1.0f));
         }
-        int32_t blocks[24];
-        for (int i = 0; i < 24; i++) blocks[i] = (i * 7 + 5) % 24; /* scattered pages */
+        int32_t blocks[48];
+        for (int i = 0; i < n_blocks; i++) blocks[i] = (int32_t)((i * 7 + 5) % n_blocks); /* scattered pages */
         for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
             const int32_t group = groups[gi];
             float q[8 * 128], out[8 * 128], ref[8 * 128];
             float *scratch = tokd_aligned_alloc(sizeof(float) * (size_t)group * 400);
-            int bad = 0, cases = 0;
-            const int32_t ns[] = {1, 2, 15, 16, 17, 100, 255, 256, 384};
+            int bad = 0, bad_avx2 = 0, cases = 0;
+            const int32_t ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 23, 100, 255, 256, 383, 384};
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (int32_t kvh = 0; kvh < n_head_kv; kvh++)
                     for (int32_t layer = 0; layer < n_layer; layer++) {
@@ -51,9 +111,30 @@ int main(void) {
                         tokd_attention(&kv, blocks, layer, kvh, ns[ni], q, group, hd, out, scratch);
                         tokd_attention_ref(&kv, blocks, layer, kvh, ns[ni], q, group, hd, ref, scratch);
                         bad += memcmp(out, ref, sizeof(float) * (size_t)group * hd) != 0;
+                        bad_avx2 += avx2_differs(&kv, blocks, layer, kvh, ns[ni], q, group, hd, ref, scratch);
                         cases++;
                     }
-            CHECK(bad == 0, "hd %d group %d: %d of %d cases differ from the scalar statement", hd, group, bad, cases);
+            /* what lies past the last key in its page must not matter: NaN, or keys
+             * that would win the max */
+            static float keep[24 * 2 * 256];
+            const int32_t tails[] = {1, 9, 17, 100, 255, 383};
+            const float poison[] = {NAN, 30000.0f, -30000.0f};
+            for (size_t ti = 0; ti < sizeof tails / sizeof tails[0]; ti++)
+                for (size_t pi = 0; pi < sizeof poison / sizeof poison[0]; pi++) {
+                    poison_tail(&kv, blocks, tails[ti], poison[pi], keep, 0);
+                    for (int32_t i = 0; i < group * hd; i++) q[i] = frand() * 2.0f;
+                    tokd_attention(&kv, blocks, 1, 1, tails[ti], q, group, hd, out, scratch);
+                    tokd_attention_ref(&kv, blocks, 1, 1, tails[ti], q, group, hd, ref, scratch);
+                    bad += memcmp(out, ref, sizeof(float) * (size_t)group * hd) != 0;
+                    bad_avx2 += avx2_differs(&kv, blocks, 1, 1, tails[ti], q, group, hd, ref, scratch);
+                    cases++;
+                    poison_tail(&kv, blocks, tails[ti], 0.0f, keep, 1);
+                }
+            CHECK(bad == 0, "page %d hd %d group %d: %d of %d cases of the %s path differ from the scalar statement",
+                  bs, hd, group, bad, cases, tokd_kernels_path());
+            CHECK(bad_avx2 == 0, "page %d hd %d group %d: %d of %d cases of the AVX2 path differ from the scalar statement",
+                  bs, hd, group, bad_avx2, cases);
+            if (has_avx2() && hd % 32 == 0) avx2_cases += cases;
             /* the statement against a plain double-precision softmax attention */
             double worst = 0.0;
             for (int32_t g = 0; g < group; g++) {
@@ -84,5 +165,6 @@ int main(void) {
         }
         tokd_kv_free(&kv);
     }
+    CHECK(!has_avx2() || avx2_cases == 3 * 3 * 3 * (14 * 4 + 18), "the AVX2 path ran on every case (%d)", avx2_cases);
     T_DONE();
 }
