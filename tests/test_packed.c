@@ -7,8 +7,8 @@
  * (every tile width and tail), several K (odd block counts included) and group counts.
  * The contract itself must agree with the unpacked scalar vec_dot to float rounding.
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
- * and thread count. The AVX2 Q4_0, Q4_K and Q6_K kernels (with and without AVX-VNNI) and the
- * Q4_0 activation preparation are checked the same way on any CPU that can run them,
+ * and thread count. The AVX2 kernels (with and without AVX-VNNI) and their activation
+ * preparation are checked the same way on any CPU that can run them,
  * whichever path the process runs. */
 #include <math.h>
 #include <string.h>
@@ -79,7 +79,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
         int prep_bad = 0;
         for (int64_t r = 0; r < NA && !q6k; r++) {
             memset(ref, 0, as);
-            tokd_packed_prep_ref(x + r * K, ref, K, type == GGML_TYPE_Q4_0 ? 8 : 128);
+            tokd_packed_prep_ref(x + r * K, ref, K, pk->act_bias);
             prep_bad += memcmp(ref, act + (size_t)r * as, (size_t)(K / 32) * 40) != 0;
         }
         CHECK(prep_bad == 0, "%s K=%lld: %d prepared activation rows differ from the scalar statement", tt->name,
@@ -89,7 +89,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
             special[3] = NAN;
             for (int i = 32; i < 64; i++) special[i] = (float)(i - 48) * 0.37f;
             uint8_t sa[64 * 40 / 32 + 64], sb[64 * 40 / 32 + 64];
-            tokd_packed_prep_ref(special, sa, 64, type == GGML_TYPE_Q4_0 ? 8 : 128);
+            tokd_packed_prep_ref(special, sa, 64, pk->act_bias);
             pk->prep(special, sb, 64);
             CHECK(memcmp(sa, sb, 80) == 0, "%s: prep of a NaN block and a zero block differs from the scalar statement",
                   tt->name);
@@ -143,8 +143,8 @@ int main(void) {
     for (int i = 0; i < 4; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
-            /* without AVX-512 VNNI only the AVX2 forms (all but Q8_0), on the AVX2 path */
-            int want = avx2_path && types[i] != GGML_TYPE_Q8_0;
+            /* without AVX-512 VNNI the AVX2 forms, on the AVX2 path */
+            int want = avx2_path;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -156,9 +156,8 @@ int main(void) {
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        CHECK(tokd_packed_get_avx2(GGML_TYPE_Q8_0) == NULL, "AVX2 offers no Q8_0 form");
-        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
-        for (int i = 0; i < 3; i++) {
+        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+        for (int i = 0; i < 4; i++) {
             const tokd_packed_traits *plain = tokd_packed_get_avx2_form(avx2_types[i], 0);
             const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(avx2_types[i], 1);
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);

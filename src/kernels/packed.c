@@ -41,6 +41,7 @@ void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias) {
 static void q4_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 8); }
 static void q8_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 128); }
 static void q4_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 8); }
+static void q8_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 0); }
 
 static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     const int64_t nb = K / QK;
@@ -54,7 +55,9 @@ static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
     }
 }
 
-static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+/* Q8_0 groups with the quants plus `offset` (128: unsigned bytes for vpdpbusd; 0: signed,
+ * the AVX2 form). */
+static void q8_0_pack_offset(const void *rows, size_t row_bytes, void *dst, int64_t K, int offset) {
     const int64_t nb = K / QK;
     uint8_t *out = dst;
     for (int64_t b = 0; b < nb; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q8_0)) {
@@ -62,9 +65,15 @@ static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
             const tokd_block_q8_0 *x = (const tokd_block_q8_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
             memcpy(out + 2 * L, &x->d, 2);
             for (int g = 0; g < 8; g++)
-                for (int i = 0; i < 4; i++) out[32 + 64 * g + 4 * L + i] = (uint8_t)(x->qs[4 * g + i] + 128);
+                for (int i = 0; i < 4; i++) out[32 + 64 * g + 4 * L + i] = (uint8_t)(x->qs[4 * g + i] + offset);
         }
     }
+}
+static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    q8_0_pack_offset(rows, row_bytes, dst, K, 128);
+}
+static void q8_0_pack_signed(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    q8_0_pack_offset(rows, row_bytes, dst, K, 0);
 }
 
 /* ---- Q6_K (packed.h: its numerics are the file layout's vec_dot, bit for bit) ---- */
@@ -206,27 +215,31 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
 }
 
 static const tokd_packed_traits PACKED[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot},
-    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot, 128},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx512vnni,
-     q4_K_ref_dot},
+     q4_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx512vnni,
-     q6_K_ref_dot},
+     q6_K_ref_dot, 0},
 };
 
-/* AVX2 without AVX-512 VNNI: Q4_0, Q4_K and Q6_K (packed_avx2.c says why not Q8_0),
- * with AVX-VNNI or not */
+/* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:
+ * packed_avx2.c) */
 static const tokd_packed_traits PACKED_AVX2[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot},
-    {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot},
-    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
+     q8_0_ref_dot, 0},
+    {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0},
+    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot, 0},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avxvnni,
+     q8_0_ref_dot, 0},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avxvnni,
-     q4_K_ref_dot},
+     q4_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avxvnni,
-     q6_K_ref_dot},
+     q6_K_ref_dot, 0},
 };
 
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {

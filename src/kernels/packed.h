@@ -14,7 +14,8 @@
  *   Q4_0: 4 vectors of 64 bytes; vector c, byte 4L+i = qs[4c+i] of row L (low nibble:
  *         weight 4c+i, high nibble: weight 16+4c+i), stored as in the file (offset 8);
  *   Q8_0: 8 vectors of 64 bytes; vector g, byte 4L+i = qs[4g+i] of row L plus 128, as an
- *         unsigned byte.
+ *         unsigned byte (the AVX2 form keeps qs[4g+i] as it is, and its activation
+ *         corrections are 0).
  *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
@@ -76,11 +77,13 @@ typedef struct {
     /* the contract above, from an unpacked row and an activation row in the weight
        type's vec_dot format (Q8_0 or Q8_K blocks): the reference gemm is tested against */
     float (*ref_dot)(int64_t K, const void *row, const void *act);
+    /* Q4_0 / Q8_0: prep's corrections are -act_bias * the block's quant sum (tests) */
+    int32_t act_bias;
 } tokd_packed_traits;
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; AVX2 alone packs Q4_0, Q4_K and Q6_K. */
+ * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; AVX2 alone packs all four too (Q8_0 with signed quants, below). */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -112,6 +115,10 @@ void tokd_packed_q4_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, s
 void tokd_packed_q4_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q8_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q8_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                    const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q6_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);

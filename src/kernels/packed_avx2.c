@@ -1,5 +1,5 @@
-/* packed_avx2.c — the packed Q4_0, Q4_K and Q6_K products (packed.h) with AVX2, for CPUs
- * without AVX-512 VNNI, and the Q4_0 activation row preparation.
+/* packed_avx2.c — the packed Q4_0, Q8_0, Q4_K and Q6_K products (packed.h) with AVX2,
+ * for CPUs without AVX-512 VNNI, and the Q4_0 / Q8_0 activation row preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
  * is two 32-byte halves, rows 0-7 and rows 8-15, walked one after the other. vpdpbusd's
@@ -17,8 +17,9 @@
  * saturate vpmaddubsw either (|2 * 63 * 128| < 2^15); their kernels keep
  * packed_avx512.c's arithmetic, so they give the same bits.
  *
- * Q8_0 is not offered: its weights, stored as unsigned bytes plus 128, would saturate
- * vpmaddubsw. tokd_packed_prep_avx2 is tokd_packed_prep_avx512 eight lanes wide. */
+ * Q8_0's VNNI layout (unsigned bytes plus 128) would saturate vpmaddubsw, so the AVX2
+ * form packs its quants as they are, signed, and each step multiplies |w| by the
+ * activation with w's sign (packed_avx2_gemm.h). tokd_packed_prep_avx2 is tokd_packed_prep_avx512 eight lanes wide. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@
 #define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q4K_ACT 276           /* Q4_K: prepared activation bytes per super-block */
 #define Q6K_SB (16 * 210)     /* Q6_K: packed bytes of one super-block of 16 rows */
+#define Q8_0_BLOCK_BYTES (16 * 34) /* Q8_0: one block of a 16-row group: 16 fp16 scales, 8 x 64 quant bytes */
 #define Q6K_ACT 324           /* Q6_K: prepared activation bytes per super-block */
 
 

@@ -223,3 +223,62 @@ PK_TARGET void PK_NAME(tokd_packed_q6_K_gemm)(int64_t K, int64_t n_groups, const
         }
     }
 }
+
+/* ---- Q8_0 (the AVX2 form: packed.h's layout with the quants as signed bytes) ----
+ * vpmaddubsw multiplies unsigned by signed bytes, so each step takes |w| and the
+ * activation with w's sign (vpsignb): |w| * sign(a, w) = w * a, and two such products
+ * stay within int16 (2 * 128 * 127 < 2^15), so the sum is exact and the corrections are
+ * 0. Numerics: packed.h's contract, out = fmaf(dx * dy, (float)isum, out) per block. */
+PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                         int64_t ldy) {
+    __m256 acc[MAX_R][2];
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32;
+    for (int64_t b = 0; b < nb; b++, w += Q8_0_BLOCK_BYTES) {
+        if (R > 1)
+            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
+            __m256i s[MAX_R], t[MAX_R];
+            for (int r = 0; r < R; r++) s[r] = t[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 + 64 * g + 32 * h));
+                const __m256i u = _mm256_sign_epi8(v, v);
+                for (int r = 0; r < R; r++) {
+                    const __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(tokd_pk_ld_i32(act + (size_t)r * as + b * 32 + 4 * g)), v);
+                    if (g & 1) t[r] = PK_NAME(dp4)(t[r], u, a);
+                    else s[r] = PK_NAME(dp4)(s[r], u, a);
+                }
+            }
+            for (int r = 0; r < R; r++) {
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
+                acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s[r], t[r])), acc[r][h]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(y + r * ldy, acc[r][0]);
+        _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
+    }
+}
+
+PK_TARGET void PK_NAME(tokd_packed_q8_0_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
+                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
+    const int64_t nb = K / 32;
+    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
+        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
+        float *yr = y + r0 * ldy;
+        for (int64_t G = 0; G < n_groups; G++) {
+            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
+            switch (R) {
+            case 4: PK_NAME(q8_0_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
+            case 3: PK_NAME(q8_0_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
+            case 2: PK_NAME(q8_0_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
+            default: PK_NAME(q8_0_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
+            }
+        }
+    }
+}
