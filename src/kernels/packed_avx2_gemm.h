@@ -52,25 +52,6 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
     }
 }
 
-PK_TARGET void PK_NAME(tokd_packed_q4_0_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
-                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 32;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
-        float *yr = y + r0 * ldy;
-        /* the tile width a constant in each call, so that the accumulators are registers */
-        for (int64_t G = 0; G < n_groups; G++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
-            switch (R) {
-            case 4: PK_NAME(group_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
-            case 3: PK_NAME(group_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
-            case 2: PK_NAME(group_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
-            default: PK_NAME(group_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
-            }
-        }
-    }
-}
 
 /* ---- Q4_K (packed.h's layout; packed_avx512.c's arithmetic) ----
  * One half of the 16 rows (h: rows 8h..8h+7, bytes 32h..32h+31 of every 64-byte vector)
@@ -135,24 +116,6 @@ PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint
     }
 }
 
-PK_TARGET void PK_NAME(tokd_packed_q4_K_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
-                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 256;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
-        float *yr = y + r0 * ldy;
-        for (int64_t G = 0; G < n_groups; G++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
-            switch (R) {
-            case 4: PK_NAME(q4k_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
-            case 3: PK_NAME(q4k_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
-            case 2: PK_NAME(q4k_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
-            default: PK_NAME(q4k_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
-            }
-        }
-    }
-}
 
 /* ---- Q6_K (packed.h's layout; packed_avx512.c's arithmetic) ----
  * One 8-row half at a time, as Q4_K. Sub-block j's four groups of unsigned 6-bit weights
@@ -205,24 +168,6 @@ PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint
     }
 }
 
-PK_TARGET void PK_NAME(tokd_packed_q6_K_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
-                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 256;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
-        float *yr = y + r0 * ldy;
-        for (int64_t G = 0; G < n_groups; G++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
-            switch (R) {
-            case 4: PK_NAME(q6k_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
-            case 3: PK_NAME(q6k_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
-            case 2: PK_NAME(q6k_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
-            default: PK_NAME(q6k_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
-            }
-        }
-    }
-}
 
 /* ---- Q8_0 (the AVX2 form: packed.h's layout with the quants as signed bytes) ----
  * vpmaddubsw multiplies unsigned by signed bytes, so each step takes |w| and the
@@ -264,21 +209,30 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
     }
 }
 
-PK_TARGET void PK_NAME(tokd_packed_q8_0_gemm)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes,
-                                              int64_t na, const void *act, size_t as, float *y, int64_t ldy) {
-    const int64_t nb = K / 32;
-    for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
-        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;
-        const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);
-        float *yr = y + r0 * ldy;
-        for (int64_t G = 0; G < n_groups; G++) {
-            const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;
-            switch (R) {
-            case 4: PK_NAME(q8_0_tile)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;
-            case 3: PK_NAME(q8_0_tile)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;
-            case 2: PK_NAME(q8_0_tile)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;
-            default: PK_NAME(q8_0_tile)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;
-            }
-        }
+/* The entry points: activation rows in tiles of up to MAX_R, every group against each
+ * tile, the tile width a constant in each call so that the accumulators are registers.
+ * QK: weights per block (Q4_0, Q8_0) or super-block (the K-quants). */
+#define PK_GEMM(NAME, TILE, QK)                                                                              \
+    PK_TARGET void PK_NAME(NAME)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, \
+                                 const void *act, size_t as, float *y, int64_t ldy) {                      \
+        const int64_t nb = K / (QK);                                                                       \
+        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                       \
+            const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                     \
+            const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);                                       \
+            float *yr = y + r0 * ldy;                                                                      \
+            for (int64_t G = 0; G < n_groups; G++) {                                                       \
+                const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;                          \
+                switch (R) {                                                                               \
+                case 4: PK_NAME(TILE)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;                          \
+                case 3: PK_NAME(TILE)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;                          \
+                case 2: PK_NAME(TILE)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;                          \
+                default: PK_NAME(TILE)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;                         \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
     }
-}
+PK_GEMM(tokd_packed_q4_0_gemm, group_tile, 32)
+PK_GEMM(tokd_packed_q8_0_gemm, q8_0_tile, 32)
+PK_GEMM(tokd_packed_q4_K_gemm, q4k_tile, 256)
+PK_GEMM(tokd_packed_q6_K_gemm, q6k_tile, 256)
+#undef PK_GEMM
