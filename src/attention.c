@@ -370,20 +370,6 @@ ATTN_256(4, 4, 3)
 ATTN_256(8, 4, 3)
 ATTN_256(16, 4, 3)
 
-static bool use_512(void) {
-    const tokd_cpu_features *f = tokd_cpu();
-    return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
-}
-static bool has_256(void) {
-    const tokd_cpu_features *f = tokd_cpu();
-    return f->avx2 && f->fma && f->f16c;
-}
-/* The AVX2 path on "avx2", and on "avx512" for what the AVX-512 path does not take;
- * never on "scalar". */
-static bool use_256(void) {
-    const char *path = tokd_kernels_path();
-    return has_256() && (strcmp(path, "avx2") == 0 || strcmp(path, "avx512") == 0);
-}
 
 /* 0 when the AVX2 path took the shape, -1 when it does not (the caller checked the CPU). */
 static int attn_256(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
@@ -399,13 +385,13 @@ static int attn_256(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int
 
 int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                         const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
-    if (!has_256()) return -1;
+    if (!tokd_cpu_avx2()) return -1;
     return attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
 }
 
 void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                     const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
-    if (use_512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0) {
+    if (tokd_use_f32_avx512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0) {
         pthread_once(&key_slot_once, key_slot_init);
         switch (hd) {
         case 32: attn_512_2(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return;
@@ -414,6 +400,6 @@ void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int
         default: break;
         }
     }
-    if (use_256() && attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch) == 0) return;
+    if (tokd_use_f32_avx2() && attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch) == 0) return;
     tokd_attention_ref(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
 }

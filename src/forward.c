@@ -215,13 +215,8 @@ TOKD_T512 static void f16_round_n_512(float *dst, const float *src, float mul, i
     }
     for (; i < n; i++) dst[i] = f16_round(src[i] * mul);
 }
-/* Follows the kernels' path (TOKD_KERNELS=avx2 or scalar turns it off, for tests). */
-static bool use_512(void) {
-    const tokd_cpu_features *f = tokd_cpu();
-    return f->avx512f && f->avx512vl && f->f16c && f->avx2 && strcmp(tokd_kernels_path(), "avx512") == 0;
-}
 static void f16_round_n(float *dst, const float *src, float mul, int32_t n) {
-    if (use_512()) {
+    if (tokd_use_f32_avx512()) {
         f16_round_n_512(dst, src, mul, n);
         return;
     }

@@ -91,27 +91,13 @@ TOKD_VECMATH_TGT256 static void swiglu_256(float *g, const float *u, int64_t n) 
     for (; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
 }
 
-static bool use_512(void) {
-    const tokd_cpu_features *f = tokd_cpu();
-    return f->avx512f && f->avx512vl && f->f16c && f->fma && strcmp(tokd_kernels_path(), "avx512") == 0;
-}
-static bool has_256(void) {
-    const tokd_cpu_features *f = tokd_cpu();
-    return f->avx2 && f->fma && f->f16c;
-}
-/* Where AVX-512 is not taken: the AVX2 loops on the "avx2" path (and on "avx512" should
- * the CPU lack what use_512 wants), never on "scalar". */
-static bool use_256(void) {
-    const char *path = tokd_kernels_path();
-    return has_256() && (strcmp(path, "avx2") == 0 || strcmp(path, "avx512") == 0);
-}
 
 void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
-    if (use_512()) {
+    if (tokd_use_f32_avx512()) {
         exp_neg_512(x, y, n);
         return;
     }
-    if (use_256()) {
+    if (tokd_use_f32_avx2()) {
         exp_neg_256(x, y, n);
         return;
     }
@@ -119,11 +105,11 @@ void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
 }
 
 void tokd_swiglu_n(float *g, const float *u, int64_t n) {
-    if (use_512()) {
+    if (tokd_use_f32_avx512()) {
         swiglu_512(g, u, n);
         return;
     }
-    if (use_256()) {
+    if (tokd_use_f32_avx2()) {
         swiglu_256(g, u, n);
         return;
     }
@@ -131,13 +117,13 @@ void tokd_swiglu_n(float *g, const float *u, int64_t n) {
 }
 
 int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n) {
-    if (!has_256()) return -1;
+    if (!tokd_cpu_avx2()) return -1;
     exp_neg_256(x, y, n);
     return 0;
 }
 
 int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n) {
-    if (!has_256()) return -1;
+    if (!tokd_cpu_avx2()) return -1;
     swiglu_256(g, u, n);
     return 0;
 }

@@ -191,6 +191,17 @@ const char *tokd_kernels_path(void) {
     return kernels_path;
 }
 
+bool tokd_cpu_avx2(void) {
+    tokd_kernels_init();
+    return cpu.avx2 && cpu.fma && cpu.f16c;
+}
+bool tokd_use_f32_avx512(void) {
+    return tokd_cpu_avx2() && cpu.avx512f && cpu.avx512vl && strcmp(kernels_path, "avx512") == 0;
+}
+bool tokd_use_f32_avx2(void) {
+    return tokd_cpu_avx2() && (strcmp(kernels_path, "avx512") == 0 || strcmp(kernels_path, "avx2") == 0);
+}
+
 const tokd_type_traits *tokd_type_get(uint32_t id) {
     tokd_kernels_init();
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -76,6 +76,14 @@ const tokd_cpu_features *tokd_cpu(void);
 void tokd_kernels_init(void);
 /* Name of the selected SIMD path ("scalar", "avx2", "avx512"). */
 const char *tokd_kernels_path(void);
+/* For the float SIMD code outside the weight kernels (attention, vecmath, the forward
+ * pass), which follows the same path: 512-bit vectors (AVX-512 F/VL with AVX2, FMA and
+ * F16C) on "avx512"; 256-bit ones (AVX2, FMA, F16C) on "avx512" or "avx2", for what the
+ * 512-bit code does not take; neither on "scalar". tokd_cpu_avx2 says whether the CPU
+ * could run the 256-bit code at all (test hooks). */
+bool tokd_use_f32_avx512(void);
+bool tokd_use_f32_avx2(void);
+bool tokd_cpu_avx2(void);
 
 /* Four rows through vec_dot4 where the row has one, else four vec_dot calls: the same
  * results either way. */
