@@ -267,7 +267,8 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
     const char *path = tokd_kernels_path(); /* TOKD_KERNELS may force a narrower path */
     if (c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma && !strcmp(path, "avx512"))
         return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
-    if (!strcmp(path, "avx2")) return tokd_packed_get_avx2(type);
+    /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */
+    if (!strcmp(path, "avx2") || !strcmp(path, "avx512")) return tokd_packed_get_avx2(type);
     return NULL;
 }
 

@@ -83,7 +83,8 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; AVX2 alone packs all four too (Q8_0 with signed quants, below). */
+ * AVX-512 VNNI packs Q4_0, Q8_0, Q4_K and Q6_K; so do the AVX2 forms (Q8_0 with signed
+ * quants, below) on the AVX2 path and on AVX-512 CPUs without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
