@@ -195,11 +195,21 @@ bool tokd_cpu_avx2(void) {
     tokd_kernels_init();
     return cpu.avx2 && cpu.fma && cpu.f16c;
 }
+/* Decided once (attention and vecmath ask about a hundred times per decoded token). */
+static bool f32_avx512, f32_avx2;
+static pthread_once_t f32_once = PTHREAD_ONCE_INIT;
+static void f32_paths_init(void) {
+    bool cpu256 = tokd_cpu_avx2(), on512 = strcmp(kernels_path, "avx512") == 0;
+    f32_avx512 = cpu256 && cpu.avx512f && cpu.avx512vl && on512;
+    f32_avx2 = cpu256 && (on512 || strcmp(kernels_path, "avx2") == 0);
+}
 bool tokd_use_f32_avx512(void) {
-    return tokd_cpu_avx2() && cpu.avx512f && cpu.avx512vl && strcmp(kernels_path, "avx512") == 0;
+    pthread_once(&f32_once, f32_paths_init);
+    return f32_avx512;
 }
 bool tokd_use_f32_avx2(void) {
-    return tokd_cpu_avx2() && (strcmp(kernels_path, "avx512") == 0 || strcmp(kernels_path, "avx2") == 0);
+    pthread_once(&f32_once, f32_paths_init);
+    return f32_avx2;
 }
 
 const tokd_type_traits *tokd_type_get(uint32_t id) {
