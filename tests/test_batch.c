@@ -2,11 +2,17 @@
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
- * kernels — Q4_K_M mix) and both RoPE styles. */
+ * kernels — Q4_K_M mix, and a Q5_K_M file quantized here) and both RoPE styles. For the
+ * K-quants packing changes no bit: the Q5_K_M file gives the same logits unpacked
+ * (TOKD_REPACK=0). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "gguf.h"
+#include "kernels/packed.h"
 #include "model.h"
+#include "quantize.h"
 #include "t.h"
 
 #define N_TOK 100
@@ -84,9 +90,13 @@ static int run_mixed(const tokd_model *m, float *out) {
     return rc;
 }
 
+/* A model file of ../shared/models, or (with a '/') any path. */
 static void check_model(const char *file) {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    if (strchr(file, '/'))
+        snprintf(path, sizeof path, "%s", file);
+    else
+        snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err;
     tokd_model *m = tokd_model_load(path, &err);
     CHECK(m != NULL, "load %s: %s", file, m ? "" : err.msg);
@@ -128,5 +138,35 @@ int main(void) {
                             "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
                             "tiny-qwen2-F16.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
+
+    /* Q5_K_M (Q5_K with Q6_K): batch invariance, and the same bits unpacked */
+    char dir[] = "/tmp/tokd-test-batch-XXXXXX", src[512], q5[600];
+    CHECK(mkdtemp(dir) != NULL, "temporary directory");
+    snprintf(src, sizeof src, "%s/models/tiny-llama-f32.gguf", t_shared());
+    snprintf(q5, sizeof q5, "%s/Q5_K_M.gguf", dir);
+    tokd_err err;
+    CHECK(tokd_quantize_file(src, q5, "Q5_K_M", 2, NULL, &err) == 0, "quantize Q5_K_M: %s", err.msg);
+    check_model(q5);
+    tokd_model *packed = tokd_model_load(q5, &err);
+    setenv("TOKD_REPACK", "0", 1);
+    tokd_model *plain = tokd_model_load(q5, &err);
+    unsetenv("TOKD_REPACK");
+    CHECK(packed && plain, "load Q5_K_M twice");
+    if (packed && plain) {
+        const tokd_matrix *wq = &packed->layers[0].wq;
+        CHECK(wq->tt->id == GGML_TYPE_Q5_K && (wq->pk != NULL) == (tokd_packed_get_any(GGML_TYPE_Q5_K) != NULL) &&
+                  plain->layers[0].wq.pk == NULL,
+              "Q5_K matrices packed exactly where the CPU has the kernel, and not with TOKD_REPACK=0");
+        size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
+        float *a = malloc(bytes), *b = malloc(bytes);
+        CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
+              "Q5_K_M: packed and unpacked matrices give the same logits");
+        free(a);
+        free(b);
+    }
+    tokd_model_free(packed);
+    tokd_model_free(plain);
+    unlink(q5);
+    rmdir(dir);
     T_DONE();
 }

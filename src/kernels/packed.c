@@ -169,29 +169,60 @@ static void q4_K_prep(const float *x, void *dst, int64_t K) {
 /* Per super-block of 16 rows: 16 fp16 d, 16 fp16 dmin, scales [sub-block j][row L] and
  * mins [j][L] as bytes (unpacked from the 12-byte six-bit form: 64 bytes more than the
  * file per 16 rows), then 32 vectors of quants: vector 8c + t, lane L, byte i = qs[32c +
- * 4t + i] of row L (low nibble: weight 64c + 4t + i, high: weight 64c + 32 + 4t + i). */
+ * 4t + i] of row L (low nibble: weight 64c + 4t + i, high: weight 64c + 32 + 4t + i).
+ * k4_pack_row writes row L's part from the fields Q4_K and Q5_K blocks share. */
+static void k4_pack_row(uint8_t *out, int L, const uint16_t *d, const uint16_t *dmin, const uint8_t *scales,
+                        const uint8_t *qs) {
+    uint8_t *sc = out + 64, *mn = out + 192, *q = out + 320;
+    memcpy(out + 2 * L, d, 2);
+    memcpy(out + 32 + 2 * L, dmin, 2);
+    for (int j = 0; j < 8; j++) {
+        int s6, m6;
+        tokd_k4_scale_min(scales, j, &s6, &m6);
+        sc[16 * j + L] = (uint8_t)s6;
+        mn[16 * j + L] = (uint8_t)m6;
+    }
+    for (int v = 0; v < 32; v++) memcpy(q + 64 * v + 4 * L, qs + 4 * v, 4);
+}
+
 static void q4_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     uint8_t *out = dst;
-    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q4K_GROUP_SB) {
-        uint8_t *ds = out, *dm = out + 32, *sc = out + 64, *mn = out + 192, *q = out + 320;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q4K_GROUP_SB)
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q4_K *x = (const tokd_block_q4_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
-            memcpy(ds + 2 * L, &x->d, 2);
-            memcpy(dm + 2 * L, &x->dmin, 2);
-            for (int j = 0; j < 8; j++) {
-                int s6, m6;
-                tokd_k4_scale_min(x->scales, j, &s6, &m6);
-                sc[16 * j + L] = (uint8_t)s6;
-                mn[16 * j + L] = (uint8_t)m6;
-            }
-            for (int v = 0; v < 32; v++) memcpy(q + 64 * v + 4 * L, x->qs + 4 * v, 4);
+            k4_pack_row(out, L, &x->d, &x->dmin, x->scales, x->qs);
         }
-    }
 }
 
 static float q4_K_ref_dot(int64_t K, const void *row, const void *act) {
     float out;
     tokd_q4_K_dot_ref(K, &out, row, act);
+    return out;
+}
+
+/* ---- Q5_K: Q4_K's group plus each row's fifth bits (numerics: the file's vec_dot) ---- */
+
+#define Q5K_GROUP_SB (Q4K_GROUP_SB + TOKD_PACK_ROWS * 32)
+
+static size_t q5_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * Q5K_GROUP_SB; }
+
+/* Q4_K's super-block of 16 rows (d, dmin, scales, mins, quant vectors: the Q5_K block
+ * has the same fields but qh) followed by 8 vectors of high bits: vector t, lane L, byte
+ * i = qh[4t + i] of row L, whose bit j is the fifth bit of sub-block j's weight 32j + 4t
+ * + i, the one whose nibble sits at the same lane and byte of quant vector 8(j/2) + t. */
+static void q5_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q5K_GROUP_SB)
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q5_K *x = (const tokd_block_q5_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            k4_pack_row(out, L, &x->d, &x->dmin, x->scales, x->qs);
+            for (int t = 0; t < 8; t++) memcpy(out + Q4K_GROUP_SB + 64 * t + 4 * L, x->qh + 4 * t, 4);
+        }
+}
+
+static float q5_K_ref_dot(int64_t K, const void *row, const void *act) {
+    float out;
+    tokd_q5_K_dot_ref(K, &out, row, act);
     return out;
 }
 
@@ -221,6 +252,8 @@ static const tokd_packed_traits PACKED[] = {
      q4_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx512vnni,
      q6_K_ref_dot, 0},
+    {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx512vnni,
+     q5_K_ref_dot, 0},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

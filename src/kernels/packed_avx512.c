@@ -311,24 +311,36 @@ TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
     }
 KQ_GEMM(tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
 
-/* ---- Q4_K ----
+/* ---- Q4_K and Q5_K ----
  * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
- * nibbles of vectors 8(j/2) .. 8(j/2)+7; each activation row's eight vpdpbusd give the
- * 16 rows' sums, multiplied by their scales into the integer sum; the mins term is four
- * vpdpwssd of (min 2i, min 2i+1) pairs with the activation's 32-element sums. Float
- * steps as the file layout's vec_dot: out + ((dx*dy) * sumi - (dmx*dy) * summ). */
+ * nibbles of vectors 8(j/2) .. 8(j/2)+7 (Q5_K: with bit j of high-bit vector t moved to
+ * bit 4 of group t); each activation row's eight vpdpbusd give the 16 rows' sums,
+ * multiplied by their scales into the integer sum; the mins term is four vpdpwssd of
+ * (min 2i, min 2i+1) pairs with the activation's 32-element sums. Float steps as the
+ * file layout's vec_dot: out + ((dx*dy) * sumi - (dmx*dy) * summ). */
 
 #define Q4K_ACT 276
 #define Q4K_SB 2368
+#define Q5K_SB (Q4K_SB + 512)
 
-TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+/* Q5_K's fifth bits of sub-block j, group t, at bit 4 of each byte (16-bit shifts: the
+ * bits that cross into the other byte of a word are masked off), merged into nibbles u. */
+TGT INLINE __m512i q5k_merge(__m512i u, const uint8_t *qh, int t, int j) {
+    const __m512i hv = _mm512_loadu_si512(qh + 64 * t);
+    const __m512i at4 = j <= 4 ? _mm512_slli_epi16(hv, 4 - j) : _mm512_srli_epi16(hv, j - 4);
+    return _mm512_ternarylogic_epi32(at4, _mm512_set1_epi8(0x10), u, 0xEA); /* (at4 & 0x10) | u */
+}
+
+TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                        int64_t ldy) {
     __m512 acc[MAX_R];
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += Q4K_SB) {
-        for (size_t l = 0; l < Q4K_SB; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
-        const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320;
+    for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
+        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
@@ -342,7 +354,10 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
                 const int j = 2 * c + h;
                 __m512i u[8];
 #pragma GCC unroll 8
-                for (int t = 0; t < 8; t++) u[t] = h ? _mm512_and_si512(_mm512_srli_epi16(raw[t], 4), m4) : _mm512_and_si512(raw[t], m4);
+                for (int t = 0; t < 8; t++) {
+                    u[t] = h ? _mm512_and_si512(_mm512_srli_epi16(raw[t], 4), m4) : _mm512_and_si512(raw[t], m4);
+                    if (q5) u[t] = q5k_merge(u[t], qh, t, j);
+                }
                 const __m512i scj = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
 #pragma GCC unroll 8
                 for (int r = 0; r < R; r++) {
@@ -380,4 +395,11 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
+TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    k4_tile(0, nb, w, act, as, R, y, ldy);
+}
+TGT INLINE void q5k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    k4_tile(1, nb, w, act, as, R, y, ldy);
+}
 KQ_GEMM(tokd_packed_q4_K_gemm_avx512vnni, q4k_tile)
+KQ_GEMM(tokd_packed_q5_K_gemm_avx512vnni, q5k_tile)
