@@ -2,8 +2,8 @@
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
- * kernels — Q4_K_M mix, and a Q5_K_M file quantized here) and both RoPE styles. For the
- * K-quants packing changes no bit: the Q5_K_M file gives the same logits unpacked
+ * kernels — Q4_K_M mix, and Q5_K_M and Q3_K files quantized here) and both RoPE styles.
+ * For the K-quants packing changes no bit: those files give the same logits unpacked
  * (TOKD_REPACK=0). */
 #include <stdlib.h>
 #include <string.h>
@@ -139,34 +139,43 @@ int main(void) {
                             "tiny-qwen2-F16.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
 
-    /* Q5_K_M (Q5_K with Q6_K): batch invariance, and the same bits unpacked */
-    char dir[] = "/tmp/tokd-test-batch-XXXXXX", src[512], q5[600];
+    /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K): batch invariance, and the
+       same bits unpacked */
+    char dir[] = "/tmp/tokd-test-batch-XXXXXX", src[512], qf[600];
     CHECK(mkdtemp(dir) != NULL, "temporary directory");
     snprintf(src, sizeof src, "%s/models/tiny-llama-f32.gguf", t_shared());
-    snprintf(q5, sizeof q5, "%s/Q5_K_M.gguf", dir);
-    tokd_err err;
-    CHECK(tokd_quantize_file(src, q5, "Q5_K_M", 2, NULL, &err) == 0, "quantize Q5_K_M: %s", err.msg);
-    check_model(q5);
-    tokd_model *packed = tokd_model_load(q5, &err);
-    setenv("TOKD_REPACK", "0", 1);
-    tokd_model *plain = tokd_model_load(q5, &err);
-    unsetenv("TOKD_REPACK");
-    CHECK(packed && plain, "load Q5_K_M twice");
-    if (packed && plain) {
-        const tokd_matrix *wq = &packed->layers[0].wq;
-        CHECK(wq->tt->id == GGML_TYPE_Q5_K && (wq->pk != NULL) == (tokd_packed_get_any(GGML_TYPE_Q5_K) != NULL) &&
-                  plain->layers[0].wq.pk == NULL,
-              "Q5_K matrices packed exactly where the CPU has the kernel, and not with TOKD_REPACK=0");
-        size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
-        float *a = malloc(bytes), *b = malloc(bytes);
-        CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
-              "Q5_K_M: packed and unpacked matrices give the same logits");
-        free(a);
-        free(b);
+    const struct {
+        const char *name;
+        uint32_t type;
+    } quantized[] = {{"Q5_K_M", GGML_TYPE_Q5_K}, {"Q3_K", GGML_TYPE_Q3_K}};
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
+        const char *name = quantized[i].name;
+        snprintf(qf, sizeof qf, "%s/%s.gguf", dir, name);
+        tokd_err err;
+        CHECK(tokd_quantize_file(src, qf, name, 2, NULL, &err) == 0, "quantize %s: %s", name, err.msg);
+        check_model(qf);
+        tokd_model *packed = tokd_model_load(qf, &err);
+        setenv("TOKD_REPACK", "0", 1);
+        tokd_model *plain = tokd_model_load(qf, &err);
+        unsetenv("TOKD_REPACK");
+        CHECK(packed && plain, "load %s twice", name);
+        if (packed && plain) {
+            const tokd_matrix *wq = &packed->layers[0].wq;
+            CHECK(wq->tt->id == quantized[i].type &&
+                      (wq->pk != NULL) == (tokd_packed_get_any(quantized[i].type) != NULL) &&
+                      plain->layers[0].wq.pk == NULL,
+                  "%s matrices packed exactly where the CPU has the kernel, and not with TOKD_REPACK=0", name);
+            size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
+            float *a = malloc(bytes), *b = malloc(bytes);
+            CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
+                  "%s: packed and unpacked matrices give the same logits", name);
+            free(a);
+            free(b);
+        }
+        tokd_model_free(packed);
+        tokd_model_free(plain);
+        unlink(qf);
     }
-    tokd_model_free(packed);
-    tokd_model_free(plain);
-    unlink(q5);
     rmdir(dir);
     T_DONE();
 }

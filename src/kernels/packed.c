@@ -91,19 +91,20 @@ static void q8_K_head(const float *x, uint8_t *out, tokd_block_q8_K *blk) {
     memcpy(out + 256, &blk->d, 4);
 }
 
-/* Q8_K's quantiser, laid out per super-block as quants, d, and -32 * each 16-element
- * sum (the kernel multiplies unsigned 6-bit values, q + 32). */
-static void q6_K_prep(const float *x, void *dst, int64_t K) {
+/* Q8_K's quantiser, laid out per super-block as quants, d, and -bias * each 16-element
+ * sum (the kernel multiplies unsigned values: Q6_K's q + 32, Q3_K's q + 4). */
+static void k16_prep(const float *x, void *dst, int64_t K, int32_t bias) {
     uint8_t *out = dst;
     for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q6K_ACT_BYTES) {
         tokd_block_q8_K blk;
         q8_K_head(x + b * TOKD_QK_K, out, &blk);
         for (int j = 0; j < 16; j++) {
-            int32_t c = -32 * (int32_t)blk.bsums[j];
+            int32_t c = -bias * (int32_t)blk.bsums[j];
             memcpy(out + 260 + 4 * j, &c, 4);
         }
     }
 }
+static void q6_K_prep(const float *x, void *dst, int64_t K) { k16_prep(x, dst, K, 32); }
 
 /* The unsigned 6-bit value (q + 32) of weight e of a Q6_K block. */
 static inline uint8_t q6_u(const tokd_block_q6_K *x, int e) {
@@ -141,6 +142,37 @@ static void q6_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
 static float q6_K_ref_dot(int64_t K, const void *row, const void *act) {
     float out;
     tokd_q6_K_dot_ref(K, &out, row, act);
+    return out;
+}
+
+/* ---- Q3_K (Q6_K's kernel shape and numerics: the file layout's vec_dot) ---- */
+
+#define Q3K_GROUP_SB (32 + 256 + 1024 + 512) /* per super-block of 16 rows */
+
+static size_t q3_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * Q3K_GROUP_SB; }
+static void q3_K_prep(const float *x, void *dst, int64_t K) { k16_prep(x, dst, K, 4); }
+
+/* Per super-block of 16 rows: 16 fp16 d; the 16 six-bit scales minus 32 as int8,
+ * [sub-block j][row L] (64 bytes more than the file per 16 rows); 16 vectors of two-bit
+ * quants (vector v, lane L, byte i = qs[4v + i] of row L) and 8 of high bits (vector t,
+ * lane L, byte i = hmask[4t + i]), both in the file's byte order. Weight 32p + 4t + i
+ * (p = 0..7) is bits 2(p%4)..2(p%4)+1 of two-bit vector 8(p/4) + t, and bit p of high-bit
+ * vector t; the kernel multiplies its unsigned value q + 4. */
+static void q3_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q3K_GROUP_SB)
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q3_K *x = (const tokd_block_q3_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            memcpy(out + 2 * L, &x->d, 2);
+            for (int j = 0; j < 16; j++) out[32 + 16 * j + L] = (uint8_t)(int8_t)tokd_q3k_scale(x->scales, j);
+            for (int v = 0; v < 16; v++) memcpy(out + 288 + 64 * v + 4 * L, x->qs + 4 * v, 4);
+            for (int t = 0; t < 8; t++) memcpy(out + 288 + 1024 + 64 * t + 4 * L, x->hmask + 4 * t, 4);
+        }
+}
+
+static float q3_K_ref_dot(int64_t K, const void *row, const void *act) {
+    float out;
+    tokd_q3_K_dot_ref(K, &out, row, act);
     return out;
 }
 
@@ -254,6 +286,8 @@ static const tokd_packed_traits PACKED[] = {
      q6_K_ref_dot, 0},
     {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx512vnni,
      q5_K_ref_dot, 0},
+    {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx512vnni,
+     q3_K_ref_dot, 0},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

@@ -225,15 +225,30 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
     }
 }
 
-/* ---- Q6_K ----
+/* ---- Q6_K and Q3_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
- * unsigned 6-bit values are rebuilt from the nibble and top-bit vectors (one ternary
- * logic op merges the top bits), then each activation row's sum starts at its
- * correction (-32 * the sub-block's activation sum), takes four vpdpbusd steps, and is
+ * unsigned values (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K:
+ * 3-bit, q + 4, from the two-bit and high-bit vectors; one ternary logic op merges the
+ * top bits) are rebuilt, then each activation row's sum starts at its correction (-32
+ * or -4 * the sub-block's activation sum), takes four vpdpbusd steps, and is
  * multiplied by the 16 rows' scales into the super-block's integer sum. The float
  * arithmetic is the file layout's: out = out + (dx * dy) * (float)isum. */
 
 #define Q6K_ACT 324 /* prepared activation bytes per super-block (packed.c) */
+#define Q6K_SB (16 * 210)
+#define Q3K_SB (32 + 256 + 1024 + 512)
+
+/* Q3_K group g (weights 4g..4g+3 of each row, g = 8p + t): bits 2s..2s+1 of two-bit
+ * vector 8(p/4) + t (s = p % 4) and bit p of high-bit vector t, moved to bit 2. */
+TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
+    const __m512i m3 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x04);
+    const int t = g & 7, p = g >> 3, s = p & 3;
+    __m512i v = _mm512_loadu_si512(q2 + 64 * (8 * (p >> 2) + t));
+    __m512i lo = _mm512_and_si512(s ? _mm512_srli_epi16(v, 2 * s) : v, m3);
+    __m512i h = _mm512_loadu_si512(hm + 64 * t);
+    __m512i hs = p < 2 ? _mm512_slli_epi16(h, 2 - p) : p == 2 ? h : _mm512_srli_epi16(h, p - 2);
+    return _mm512_ternarylogic_epi32(hs, m4, lo, 0xEA); /* (hs & m4) | lo */
+}
 
 TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
@@ -245,20 +260,29 @@ TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
     return _mm512_ternarylogic_epi32(ts, m30, lo, 0xEA); /* (ts & m30) | lo */
 }
 
-TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+TGT INLINE void k16_tile(int q3, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                         int64_t ldy) {
     __m512 acc[MAX_R];
+    const size_t sb_bytes = q3 ? Q3K_SB : Q6K_SB;
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += 16 * 210) {
-        for (size_t l = 0; l < 16 * 210; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
-        const uint8_t *sc = w + 32, *nib = w + 288, *top = w + 288 + 2048;
+    for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
+        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        /* Q6_K: nibbles and top bits; Q3_K: two-bit and high-bit vectors */
+        const uint8_t *sc = w + 32, *nib = w + 288, *top = w + 288 + (q3 ? 1024 : 2048);
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            const __m512i u0 = q6k_group(nib, top, 4 * j), u1 = q6k_group(nib, top, 4 * j + 1);
-            const __m512i u2 = q6k_group(nib, top, 4 * j + 2), u3 = q6k_group(nib, top, 4 * j + 3);
+            __m512i u0, u1, u2, u3;
+            if (q3) {
+                u0 = q3k_group(nib, top, 4 * j), u1 = q3k_group(nib, top, 4 * j + 1);
+                u2 = q3k_group(nib, top, 4 * j + 2), u3 = q3k_group(nib, top, 4 * j + 3);
+            } else {
+                u0 = q6k_group(nib, top, 4 * j), u1 = q6k_group(nib, top, 4 * j + 1);
+                u2 = q6k_group(nib, top, 4 * j + 2), u3 = q6k_group(nib, top, 4 * j + 3);
+            }
             const __m512i scj = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
@@ -309,7 +333,14 @@ TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
             }                                                                                              \
         }                                                                                                  \
     }
+TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    k16_tile(0, nb, w, act, as, R, y, ldy);
+}
+TGT INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    k16_tile(1, nb, w, act, as, R, y, ldy);
+}
 KQ_GEMM(tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
+KQ_GEMM(tokd_packed_q3_K_gemm_avx512vnni, q3k_tile)
 
 /* ---- Q4_K and Q5_K ----
  * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
