@@ -2,7 +2,7 @@
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
- * kernels — Q4_K_M mix, and Q5_K_M and Q3_K files quantized here) and both RoPE styles.
+ * kernels — Q4_K_M mix, and Q5_K_M, Q3_K and Q2_K files quantized here) and both RoPE styles.
  * For the K-quants packing changes no bit: those files give the same logits unpacked
  * (TOKD_REPACK=0). */
 #include <stdlib.h>
@@ -139,7 +139,7 @@ int main(void) {
                             "tiny-qwen2-F16.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
 
-    /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K): batch invariance, and the
+    /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K): batch invariance, and the
        same bits unpacked */
     char dir[] = "/tmp/tokd-test-batch-XXXXXX", src[512], qf[600];
     CHECK(mkdtemp(dir) != NULL, "temporary directory");
@@ -147,7 +147,7 @@ int main(void) {
     const struct {
         const char *name;
         uint32_t type;
-    } quantized[] = {{"Q5_K_M", GGML_TYPE_Q5_K}, {"Q3_K", GGML_TYPE_Q3_K}};
+    } quantized[] = {{"Q5_K_M", GGML_TYPE_Q5_K}, {"Q3_K", GGML_TYPE_Q3_K}, {"Q2_K", GGML_TYPE_Q2_K}};
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
         const char *name = quantized[i].name;
         snprintf(qf, sizeof qf, "%s/%s.gguf", dir, name);

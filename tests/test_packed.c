@@ -1,6 +1,6 @@
 /* test_packed.c — the packed weight layout (src/kernels/packed.h).
  *
- * For Q4_0, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K: random matrices are packed, activation rows prepared, and every
+ * For Q4_0, Q8_0 and Q2_K to Q6_K: random matrices are packed, activation rows prepared, and every
  * output of the SIMD packed gemm must be bit-equal to the scalar contract (ref_dot, from
  * the unpacked row and the Q8_0 / Q8_K activation blocks; for the K-quants that is the
  * file layout's own vec_dot_ref), for 1..17 and 33 activation rows
@@ -32,7 +32,8 @@ static float frand(void) {
 static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
     /* K-quants: K in super-blocks of 256 */
-    const int q6k = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q3_K;
+    const int q6k = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q3_K ||
+                    type == GGML_TYPE_Q2_K;
     /* 4128: a Q4_0 group over 32 KB, so decode takes the two-group pass (packed_avx512.c) */
     const int64_t Ks[] = {32, 96, 256, 2080, 4128}, Ks6[] = {256, 512, 768, 2304, 4352};
     const int64_t NA = 33;
@@ -139,15 +140,16 @@ int main(void) {
     const int simd = c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma &&
                      strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
-    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K, GGML_TYPE_Q3_K};
+    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
+                              GGML_TYPE_Q5_K, GGML_TYPE_Q3_K, GGML_TYPE_Q2_K};
     const int avx2_path = !strcmp(tokd_kernels_path(), "avx2");
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
             /* without AVX-512 VNNI the AVX2 forms (none for Q5_K), on the AVX2 path or
                AVX-512 without VNNI */
             int want = (avx2_path || !strcmp(tokd_kernels_path(), "avx512")) && c->avx2 && c->fma && c->f16c &&
-                       types[i] != GGML_TYPE_Q5_K && types[i] != GGML_TYPE_Q3_K;
+                       types[i] != GGML_TYPE_Q5_K && types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;

@@ -176,6 +176,44 @@ static float q3_K_ref_dot(int64_t K, const void *row, const void *act) {
     return out;
 }
 
+/* ---- Q2_K (Q6_K's kernel shape, Q4_K's mins term; numerics: the file's vec_dot) ---- */
+
+static size_t q2_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * TOKD_PACK_ROWS * sizeof(tokd_block_q2_K); }
+
+/* Q8_K's quantiser per super-block: quants, d, and the 16 sixteen-element sums as int16
+ * (|sum| <= 2032) for the mins term. */
+static void q2_K_prep(const float *x, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q6K_ACT_BYTES) {
+        tokd_block_q8_K blk;
+        q8_K_head(x + b * TOKD_QK_K, out, &blk);
+        memcpy(out + 260, blk.bsums, 32);
+    }
+}
+
+/* Per super-block of 16 rows: 16 fp16 d, 16 fp16 dmin, the file's scale bytes (scale in
+ * the low nibble, min in the high) [sub-block j][row L], and 16 vectors of two-bit quants
+ * in the file's byte order (vector v, lane L, byte i = qs[4v + i] of row L; weight 32p +
+ * 4t + i, p = 0..7, is bits 2(p%4)..2(p%4)+1 of vector 8(p/4) + t). 16 * 84 bytes, as in
+ * the file. */
+static void q2_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q2_K))
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q2_K *x = (const tokd_block_q2_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            memcpy(out + 2 * L, &x->d, 2);
+            memcpy(out + 32 + 2 * L, &x->dmin, 2);
+            for (int j = 0; j < 16; j++) out[64 + 16 * j + L] = x->scales[j];
+            for (int v = 0; v < 16; v++) memcpy(out + 320 + 64 * v + 4 * L, x->qs + 4 * v, 4);
+        }
+}
+
+static float q2_K_ref_dot(int64_t K, const void *row, const void *act) {
+    float out;
+    tokd_q2_K_dot_ref(K, &out, row, act);
+    return out;
+}
+
 /* ---- Q4_K (its numerics, too, are the file layout's vec_dot) ---- */
 
 #define Q4K_ACT_BYTES 276   /* per super-block: 256 quants, float d, 8 int16 pair sums */
@@ -288,6 +326,8 @@ static const tokd_packed_traits PACKED[] = {
      q5_K_ref_dot, 0},
     {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx512vnni,
      q3_K_ref_dot, 0},
+    {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx512vnni,
+     q2_K_ref_dot, 0},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

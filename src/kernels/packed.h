@@ -37,7 +37,9 @@
  * Q3_K (AVX-512 VNNI only) goes through Q6_K's kernel shape: 16 fp16 d, the scales as
  * int8 [sub-block][row], 16 vectors of two-bit quants and 8 of high bits in the file's
  * byte order (packed.c, q3_K_pack); activation rows as Q6_K's with -4 * each sum, and the
- * same numerics as its file layout's vec_dot.
+ * same numerics as its file layout's vec_dot. Q2_K (AVX-512 VNNI only) too, with the
+ * file's own bytes (packed.c, q2_K_pack) and Q4_K's vpdpwssd mins term over the
+ * activation's 16-element sums.
  *
  * Numerics of Q4_0/Q8_0 (the contract every implementation meets bit for bit; ref_dot
  * computes it from an unpacked row): out = 0; for each block b in order:
@@ -90,7 +92,7 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K; the AVX2 forms all but Q3_K, Q5_K
+ * AVX-512 VNNI packs Q4_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms all but Q2_K, Q3_K, Q5_K
  * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
@@ -112,6 +114,8 @@ void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias);
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q2_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q3_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

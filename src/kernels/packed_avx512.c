@@ -225,30 +225,22 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
     }
 }
 
-/* ---- Q6_K and Q3_K ----
+/* ---- Q6_K, Q3_K and Q2_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
  * unsigned values (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K:
- * 3-bit, q + 4, from the two-bit and high-bit vectors; one ternary logic op merges the
- * top bits) are rebuilt, then each activation row's sum starts at its correction (-32
- * or -4 * the sub-block's activation sum), takes four vpdpbusd steps, and is
- * multiplied by the 16 rows' scales into the super-block's integer sum. The float
- * arithmetic is the file layout's: out = out + (dx * dy) * (float)isum. */
+ * 3-bit, q + 4, from the two-bit and high-bit vectors, one ternary logic op merging the
+ * top bits; Q2_K: the two-bit values as they are) are rebuilt, then each activation
+ * row's sum starts at its correction (-32 or -4 * the sub-block's activation sum; 0 for
+ * Q2_K), takes four vpdpbusd steps, and is multiplied by the 16 rows' scales into the
+ * super-block's integer sum. Q2_K's mins term is eight vpdpwssd of (min 2i, min 2i+1)
+ * pairs with the activation's 16-element sums, as Q4_K's. The float arithmetic is the
+ * file layout's: out + (dx*dy) * sumi (Q2_K: - (dmx*dy) * summ). */
 
 #define Q6K_ACT 324 /* prepared activation bytes per super-block (packed.c) */
 #define Q6K_SB (16 * 210)
 #define Q3K_SB (32 + 256 + 1024 + 512)
-
-/* Q3_K group g (weights 4g..4g+3 of each row, g = 8p + t): bits 2s..2s+1 of two-bit
- * vector 8(p/4) + t (s = p % 4) and bit p of high-bit vector t, moved to bit 2. */
-TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
-    const __m512i m3 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x04);
-    const int t = g & 7, p = g >> 3, s = p & 3;
-    __m512i v = _mm512_loadu_si512(q2 + 64 * (8 * (p >> 2) + t));
-    __m512i lo = _mm512_and_si512(s ? _mm512_srli_epi16(v, 2 * s) : v, m3);
-    __m512i h = _mm512_loadu_si512(hm + 64 * t);
-    __m512i hs = p < 2 ? _mm512_slli_epi16(h, 2 - p) : p == 2 ? h : _mm512_srli_epi16(h, p - 2);
-    return _mm512_ternarylogic_epi32(hs, m4, lo, 0xEA); /* (hs & m4) | lo */
-}
+#define Q2K_SB (16 * 84)
+enum { K16_Q6, K16_Q3, K16_Q2 };
 
 TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
@@ -260,34 +252,50 @@ TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
     return _mm512_ternarylogic_epi32(ts, m30, lo, 0xEA); /* (ts & m30) | lo */
 }
 
-TGT INLINE void k16_tile(int q3, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+/* Two-bit group g (weights 4g..4g+3 of each row, g = 8p + t) of Q2_K / Q3_K: bits
+ * 2s..2s+1 (s = p % 4) of two-bit vector 8(p/4) + t. */
+TGT INLINE __m512i q2_group(const uint8_t *q2, int g) {
+    const int t = g & 7, p = g >> 3, s = p & 3;
+    __m512i v = _mm512_loadu_si512(q2 + 64 * (8 * (p >> 2) + t));
+    return _mm512_and_si512(s ? _mm512_srli_epi16(v, 2 * s) : v, _mm512_set1_epi8(0x03));
+}
+/* Q3_K: with bit p of high-bit vector t moved to bit 2. */
+TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
+    const int t = g & 7, p = g >> 3;
+    __m512i h = _mm512_loadu_si512(hm + 64 * t);
+    __m512i hs = p < 2 ? _mm512_slli_epi16(h, 2 - p) : p == 2 ? h : _mm512_srli_epi16(h, p - 2);
+    return _mm512_ternarylogic_epi32(hs, _mm512_set1_epi8(0x04), q2_group(q2, g), 0xEA); /* (hs & 4) | lo */
+}
+TGT INLINE __m512i k16_group(int kind, const uint8_t *q, const uint8_t *top, int g) {
+    return kind == K16_Q6 ? q6k_group(q, top, g) : kind == K16_Q3 ? q3k_group(q, top, g) : q2_group(q, g);
+}
+
+TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                          int64_t ldy) {
     __m512 acc[MAX_R];
-    const size_t sb_bytes = q3 ? Q3K_SB : Q6K_SB;
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
         for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
-        /* Q6_K: nibbles and top bits; Q3_K: two-bit and high-bit vectors */
-        const uint8_t *sc = w + 32, *nib = w + 288, *top = w + 288 + (q3 ? 1024 : 2048);
+        /* after d (and Q2_K's dmin): the scales, then Q6_K's nibbles and top bits, Q3_K's
+           two-bit and high-bit vectors, or Q2_K's two-bit vectors */
+        const uint8_t *sc = w + (kind == K16_Q2 ? 64 : 32), *q = sc + 256;
+        const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048);
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            __m512i u0, u1, u2, u3;
-            if (q3) {
-                u0 = q3k_group(nib, top, 4 * j), u1 = q3k_group(nib, top, 4 * j + 1);
-                u2 = q3k_group(nib, top, 4 * j + 2), u3 = q3k_group(nib, top, 4 * j + 3);
-            } else {
-                u0 = q6k_group(nib, top, 4 * j), u1 = q6k_group(nib, top, 4 * j + 1);
-                u2 = q6k_group(nib, top, 4 * j + 2), u3 = q6k_group(nib, top, 4 * j + 3);
-            }
-            const __m512i scj = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
+            const __m512i u0 = k16_group(kind, q, top, 4 * j), u1 = k16_group(kind, q, top, 4 * j + 1);
+            const __m512i u2 = k16_group(kind, q, top, 4 * j + 2), u3 = k16_group(kind, q, top, 4 * j + 3);
+            const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
+            const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
+                                               : _mm512_cvtepi8_epi32(scb);
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                __m512i s = _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+                __m512i s = kind == K16_Q2 ? _mm512_setzero_si512() : _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
                 /* intrinsics here: with dpbusd_bcast this loop ran ~11 % slower in L2 */
                 s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
                 s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
@@ -297,11 +305,34 @@ TGT INLINE void k16_tile(int q3, int64_t nb, const uint8_t *w, const uint8_t *ac
             }
         }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        if (kind == K16_Q2) {
+            /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
+            __m512i mp[8];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + 256)));
-            acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])));
+            for (int i = 0; i < 8; i++) {
+                __m512i lo = _mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * i))), 4);
+                __m512i hi = _mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * i + 16))), 4);
+                mp[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+            }
+            const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
+                __m512i summ = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int i = 0; i < 8; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
+                const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
+                __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
+                __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
+                acc[r] = _mm512_add_ps(acc[r], term);
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
+                __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + 256)));
+                acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])));
+            }
         }
     }
 #pragma GCC unroll 8
@@ -334,13 +365,17 @@ TGT INLINE void k16_tile(int q3, int64_t nb, const uint8_t *w, const uint8_t *ac
         }                                                                                                  \
     }
 TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k16_tile(0, nb, w, act, as, R, y, ldy);
+    k16_tile(K16_Q6, nb, w, act, as, R, y, ldy);
 }
 TGT INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k16_tile(1, nb, w, act, as, R, y, ldy);
+    k16_tile(K16_Q3, nb, w, act, as, R, y, ldy);
+}
+TGT INLINE void q2k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+    k16_tile(K16_Q2, nb, w, act, as, R, y, ldy);
 }
 KQ_GEMM(tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
 KQ_GEMM(tokd_packed_q3_K_gemm_avx512vnni, q3k_tile)
+KQ_GEMM(tokd_packed_q2_K_gemm_avx512vnni, q2k_tile)
 
 /* ---- Q4_K and Q5_K ----
  * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
