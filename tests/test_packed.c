@@ -1,6 +1,6 @@
 /* test_packed.c — the packed weight layout (src/kernels/packed.h).
  *
- * For Q4_0, Q8_0 and Q2_K to Q6_K: random matrices are packed, activation rows prepared, and every
+ * For Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K: random matrices are packed, activation rows prepared, and every
  * output of the SIMD packed gemm must be bit-equal to the scalar contract (ref_dot, from
  * the unpacked row and the Q8_0 / Q8_K activation blocks; for the K-quants that is the
  * file layout's own vec_dot_ref), for 1..17 and 33 activation rows
@@ -141,15 +141,16 @@ int main(void) {
                      strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
     const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
-                              GGML_TYPE_Q5_K, GGML_TYPE_Q3_K, GGML_TYPE_Q2_K};
+                              GGML_TYPE_Q5_K, GGML_TYPE_Q3_K, GGML_TYPE_Q2_K, GGML_TYPE_Q5_0};
     const int avx2_path = !strcmp(tokd_kernels_path(), "avx2");
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         const tokd_packed_traits *pk = tokd_packed_get_any(types[i]);
         if (!simd) {
             /* without AVX-512 VNNI the AVX2 forms (none for Q5_K), on the AVX2 path or
                AVX-512 without VNNI */
             int want = (avx2_path || !strcmp(tokd_kernels_path(), "avx512")) && c->avx2 && c->fma && c->f16c &&
-                       types[i] != GGML_TYPE_Q5_K && types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K;
+                       types[i] != GGML_TYPE_Q5_K && types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K &&
+                       types[i] != GGML_TYPE_Q5_0;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -174,8 +175,8 @@ int main(void) {
         }
     }
     /* types without a packed form, and odd row counts, stay unpacked */
-    CHECK(tokd_packed_get_any(GGML_TYPE_Q5_0) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q5_K) == NULL,
-          "Q5_0 has no packed form, nor Q5_K on AVX2");
+    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q5_K) == NULL,
+          "Q4_1 has no packed form, nor Q5_K on AVX2");
     if (simd) {
         tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
         CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,

@@ -55,6 +55,30 @@ static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
     }
 }
 
+/* Q5_0: Q4_0's block of 16 rows (scales, nibble vectors) plus one vector of fifth bits,
+ * rearranged so that bit 2c + h of byte i in lane L is the fifth bit of row L's weight
+ * 16h + 4c + i: the one whose nibble sits at byte i of nibble vector c, low (h = 0) or
+ * high (h = 1). The file's 22 bytes per row and block. */
+static size_t q5_0_group_bytes(int64_t K) { return (size_t)(K / QK) * TOKD_PACK_ROWS * sizeof(tokd_block_q5_0); }
+static void q5_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 16); }
+static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < K / QK; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q5_0)) {
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q5_0 *x = (const tokd_block_q5_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            const uint32_t qh = tokd_load_u32le(x->qh);
+            memcpy(out + 2 * L, &x->d, 2);
+            for (int c = 0; c < 4; c++) memcpy(out + 32 + 64 * c + 4 * L, x->qs + 4 * c, 4);
+            for (int i = 0; i < 4; i++) {
+                uint8_t byte = 0;
+                for (int c = 0; c < 4; c++)
+                    for (int h = 0; h < 2; h++) byte |= (uint8_t)(((qh >> (16 * h + 4 * c + i)) & 1) << (2 * c + h));
+                out[288 + 4 * L + i] = byte;
+            }
+        }
+    }
+}
+
 /* Q8_0 groups with the quants plus `offset` (128: unsigned bytes for vpdpbusd; 0: signed,
  * the AVX2 form). */
 static void q8_0_pack_offset(const void *rows, size_t row_bytes, void *dst, int64_t K, int offset) {
@@ -306,6 +330,14 @@ static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
         out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q4_0_isum(&x[b], &y[b]), out);
     return out;
 }
+static float q5_0_ref_dot(int64_t K, const void *row, const void *act) {
+    const tokd_block_q5_0 *x = row;
+    const tokd_block_q8_0 *y = act;
+    float out = 0.0f;
+    for (int64_t b = 0; b < K / QK; b++)
+        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q5_0_isum(&x[b], &y[b]), out);
+    return out;
+}
 static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
     const tokd_block_q8_0 *x = row;
     const tokd_block_q8_0 *y = act;
@@ -328,6 +360,7 @@ static const tokd_packed_traits PACKED[] = {
      q3_K_ref_dot, 0},
     {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx512vnni,
      q2_K_ref_dot, 0},
+    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep, q5_0_pack, tokd_packed_q5_0_gemm_avx512vnni, q5_0_ref_dot, 16},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

@@ -15,11 +15,13 @@
  *         weight 4c+i, high nibble: weight 16+4c+i), stored as in the file (offset 8);
  *   Q8_0: 8 vectors of 64 bytes; vector g, byte 4L+i = qs[4g+i] of row L plus 128, as an
  *         unsigned byte (the AVX2 form keeps qs[4g+i] as it is, and its activation
- *         corrections are 0).
+ *         corrections are 0);
+ *   Q5_0 (AVX-512 VNNI only): Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
+ *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
  *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
- * (-8 * the block's quant sum for Q4_0 weights, -128 * it for Q8_0), so the kernel
+ * (-8 * the block's quant sum for Q4_0 weights, -16 for Q5_0, -128 for Q8_0), so the kernel
  * starts each block sum at the correction and never subtracts.
  *
  * Q4_K (16 rows' super-blocks of 256): 16 fp16 d and dmin, the six-bit scales and mins
@@ -41,11 +43,11 @@
  * file's own bytes (packed.c, q2_K_pack) and Q4_K's vpdpwssd mins term over the
  * activation's 16-element sums.
  *
- * Numerics of Q4_0/Q8_0 (the contract every implementation meets bit for bit; ref_dot
- * computes it from an unpacked row): out = 0; for each block b in order:
+ * Numerics of Q4_0/Q5_0/Q8_0 (the contract every implementation meets bit for bit;
+ * ref_dot computes it from an unpacked row): out = 0; for each block b in order:
  *   out = fmaf(dx_b * dy_b, (float)isum_b, out)
  * with isum_b the exact integer dot product of the block's signed weights (q - 8 for
- * Q4_0) and activation quants. This differs from the unpacked vec_dot's order, so a
+ * Q4_0, q - 16 for Q5_0) and activation quants. This differs from the unpacked vec_dot's order, so a
  * matrix is either packed for every product or for none: batch invariance holds
  * because decode and prefill both go through packed_gemm. */
 #ifndef TOKD_KERNELS_PACKED_H
@@ -92,7 +94,7 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms all but Q2_K, Q3_K, Q5_K
+ * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q8_0, Q4_K, Q6_K
  * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
@@ -114,6 +116,8 @@ void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias);
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q2_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -52,10 +52,27 @@ TGT INLINE __m512i block_sum(const __m512i wv[8], const uint8_t *q, int32_t corr
     return _mm512_add_epi32(s, t);
 }
 
-/* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each):
- * Q4 selects the nibble layout, else the Q8_0 one. */
+/* The block layouts of the 32-weight types (packed.h). */
+enum { PK_Q8_0, PK_Q4_0, PK_Q5_0 };
+#define PK_BLOCK_BYTES(kind) ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : 16 * 22)
+
+/* Q5_0: the fifth bits (high-bit vector hv: bit 2c + h of byte i in lane L is that of row
+ * L's weight 16h + 4c + i) moved to bit 4 of the nibbles of wv[c] (h = 0) and wv[c + 4]
+ * (h = 1). 16-bit shifts: the bits that cross into the other byte are masked off. */
+TGT INLINE void q5_0_merge(__m512i wv[8], __m512i hv) {
+    const __m512i m10 = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) { /* bit k = 2c + h */
+        const __m512i at4 = k < 4 ? _mm512_slli_epi16(hv, 4 - k) : k == 4 ? hv : _mm512_srli_epi16(hv, k - 4);
+        const int v = (k >> 1) + 4 * (k & 1);
+        wv[v] = _mm512_ternarylogic_epi32(at4, m10, wv[v], 0xEA); /* (at4 & 0x10) | wv */
+    }
+}
+
+/* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each)
+ * in the layout of `kind`. */
 TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act, size_t as, int R,
-                           int q4, float *y, int64_t ldy) {
+                           int kind, float *y, int64_t ldy) {
     __m512 acc[MAX_R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
@@ -68,13 +85,14 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
         }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
         __m512i wv[8];
-        if (q4) {
+        if (kind != PK_Q8_0) {
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 __m512i v = load_once(w + 32 + 64 * c);
                 wv[c] = _mm512_and_si512(v, m4);
                 wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             }
+            if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(w + 288));
         } else {
 #pragma GCC unroll 8
             for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(w + 32 + 64 * g);
@@ -95,7 +113,7 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * activation bytes serves 32 rows and the loop's fixed work is shared; per group the
  * operations are exactly group_tile's. */
 TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *wb, size_t block_bytes,
-                                  const uint8_t *a, int q4, float *ya, float *yb) {
+                                  const uint8_t *a, int kind, float *ya, float *yb) {
     __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -106,7 +124,7 @@ TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *
             _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
         }
         __m512i va[8], vb[8];
-        if (q4) {
+        if (kind != PK_Q8_0) {
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 __m512i x = load_once(wa + 32 + 64 * c), z = load_once(wb + 32 + 64 * c);
@@ -114,6 +132,10 @@ TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *
                 va[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
                 vb[c] = _mm512_and_si512(z, m4);
                 vb[c + 4] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+            }
+            if (kind == PK_Q5_0) {
+                q5_0_merge(va, _mm512_loadu_si512(wa + 288));
+                q5_0_merge(vb, _mm512_loadu_si512(wb + 288));
             }
         } else {
 #pragma GCC unroll 8
@@ -153,25 +175,25 @@ TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
         for (int64_t G = 0; G < n_groups; G++)                                                  \
-            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, a, as, RR, q4, yr + 16 * G, ldy); \
+            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, a, as, RR, kind, yr + 16 * G, ldy); \
         break;
 
-TGT INLINE void packed_gemm(int q4, int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                             const void *act, size_t as, float *y, int64_t ldy) {
     const int64_t nb = K / 32;
-    const size_t block_bytes = q4 ? 16 * 18 : 16 * 34;
+    const size_t block_bytes = PK_BLOCK_BYTES(kind);
     const uint8_t *wb = w;
     if (na == 1 && group_bytes <= SINGLE_MAX_GROUP_BYTES) {
         for (int64_t G = 0; G < n_groups; G++)
-            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, q4, y + 16 * G, ldy);
+            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, kind, y + 16 * G, ldy);
         return;
     }
     if (na == 1) {
         int64_t G = 0;
         for (; G + 2 <= n_groups; G += 2)
-            group_pair_decode(nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, block_bytes, act, q4,
+            group_pair_decode(nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, block_bytes, act, kind,
                               y + 16 * G, y + 16 * (G + 1));
-        if (G < n_groups) group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, q4, y + 16 * G, ldy);
+        if (G < n_groups) group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, kind, y + 16 * G, ldy);
         return;
     }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
@@ -192,11 +214,15 @@ TGT INLINE void packed_gemm(int q4, int64_t K, int64_t n_groups, const void *w, 
 
 TGT void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                           const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+    packed_gemm(PK_Q4_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
 }
 TGT void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                           const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+    packed_gemm(PK_Q8_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
+TGT void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(PK_Q5_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
 }
 
 /* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
