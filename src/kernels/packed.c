@@ -370,6 +370,7 @@ static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
      q8_0_ref_dot, 0},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0},
+    {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx2, q5_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot, 0},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
@@ -378,6 +379,8 @@ static const tokd_packed_traits PACKED_AVXVNNI[] = {
      q8_0_ref_dot, 0},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avxvnni,
      q4_K_ref_dot, 0},
+    {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avxvnni,
+     q5_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avxvnni,
      q6_K_ref_dot, 0},
 };

@@ -28,9 +28,9 @@
  * unpacked to bytes (64 bytes per 16 rows more than the file), 32 vectors of nibbles in
  * the file's byte order (packed.c, q4_K_pack); the min term goes through vpdpwssd with
  * the activation's 32-element sums. Numerics: the file layout's vec_dot, bit for bit.
- * Q5_K (AVX-512 VNNI only): Q4_K's super-block of 16 rows, then 8 vectors of the rows'
- * fifth bits (qh, four bytes per lane as the quants; packed.c, q5_K_pack); the kernel
- * merges bit j into sub-block j's nibbles. Same activation rows and numerics as Q4_K.
+ * Q5_K: Q4_K's super-block of 16 rows, then 8 vectors of the rows' fifth bits (qh,
+ * four bytes per lane as the quants; packed.c, q5_K_pack); the kernel merges bit j into
+ * sub-block j's nibbles. Same activation rows and numerics as Q4_K.
  * Q6_K (16 rows' super-blocks of 256): 16 fp16 d, the 16 x 16 int8 scales by
  * sub-block then row, 32 vectors of nibbles and 16 of top bits (packed.c, q6_K_pack).
  * Its activation rows are Q8_K's quantiser with -32 * each 16-element sum; its numerics
@@ -94,8 +94,9 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q8_0, Q4_K, Q6_K
- * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI. */
+ * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q8_0, Q4_K,
+ * Q5_K, Q6_K (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs
+ * without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -135,6 +136,10 @@ void tokd_packed_q4_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, s
 void tokd_packed_q4_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                    const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q8_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);

@@ -1,4 +1,4 @@
-/* packed_avx2.c — the packed Q4_0, Q8_0, Q4_K and Q6_K products (packed.h) with AVX2,
+/* packed_avx2.c — the packed Q4_0, Q8_0, Q4_K, Q5_K and Q6_K products (packed.h) with AVX2,
  * for CPUs without AVX-512 VNNI, and the Q4_0 / Q8_0 activation row preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
@@ -13,9 +13,10 @@
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
  * integer again.
  *
- * Q4_K's nibbles and Q6_K's 6-bit weights times Q8_K's quants (-128..127) never
- * saturate vpmaddubsw either (|2 * 63 * 128| < 2^15); their kernels keep
- * packed_avx512.c's arithmetic, so they give the same bits.
+ * Q4_K's nibbles, Q5_K's 5-bit and Q6_K's 6-bit weights times Q8_K's quants (-128..127)
+ * never saturate vpmaddubsw either (|2 * 63 * 128| < 2^15); their kernels keep
+ * packed_avx512.c's arithmetic (Q5_K's fifth bits merged with a shift, an and and an or
+ * in place of vpternlogd), so they give the same bits.
  *
  * Q8_0's VNNI layout (unsigned bytes plus 128) would saturate vpmaddubsw, so the AVX2
  * form packs its quants as they are, signed, and each step multiplies |w| by the
@@ -31,9 +32,10 @@
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
-#define PF_DIST 6144          /* as packed_avx512.c: for several activation rows only */
+#define PF_DIST 6144          /* as packed_avx512.c: Q4_0/Q8_0 for several activation rows only, K-quants always */
 #define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
-#define Q4K_ACT 276           /* Q4_K: prepared activation bytes per super-block */
+#define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */
+#define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */
 #define Q6K_SB (16 * 210)     /* Q6_K: packed bytes of one super-block of 16 rows */
 #define Q8_0_BLOCK_BYTES (16 * 34) /* Q8_0: one block of a 16-row group: 16 fp16 scales, 8 x 64 quant bytes */
 #define Q6K_ACT 324           /* Q6_K: prepared activation bytes per super-block */
