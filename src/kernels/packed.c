@@ -321,30 +321,29 @@ static float q5_K_ref_dot(int64_t K, const void *row, const void *act) {
 }
 
 /* The numerics contract of packed.h, from file-layout rows: the exact block sums are
- * quants.h's, only the float accumulation (one fma per block, in order) is packed's. */
-static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
-    const tokd_block_q4_0 *x = row;
-    const tokd_block_q8_0 *y = act;
+ * quants.h's, only the float accumulation (one fma per block, in order) is packed's.
+ * Every 32-weight block starts with its fp16 d; block_bytes apart. */
+static float block32_ref_dot(int64_t K, const uint8_t *row, size_t block_bytes, const tokd_block_q8_0 *y,
+                             int32_t (*isum)(const void *x, const tokd_block_q8_0 *y)) {
     float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++)
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q4_0_isum(&x[b], &y[b]), out);
+    for (int64_t b = 0; b < K / QK; b++, row += block_bytes) {
+        uint16_t d;
+        memcpy(&d, row, 2);
+        out = fmaf(tokd_f16_to_f32(d) * tokd_f16_to_f32(y[b].d), (float)isum(row, &y[b]), out);
+    }
     return out;
+}
+static int32_t q4_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q4_0_isum(x, y); }
+static int32_t q5_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q5_0_isum(x, y); }
+static int32_t q8_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q8_0_isum(x, y); }
+static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
+    return block32_ref_dot(K, row, sizeof(tokd_block_q4_0), act, q4_0_isum);
 }
 static float q5_0_ref_dot(int64_t K, const void *row, const void *act) {
-    const tokd_block_q5_0 *x = row;
-    const tokd_block_q8_0 *y = act;
-    float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++)
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q5_0_isum(&x[b], &y[b]), out);
-    return out;
+    return block32_ref_dot(K, row, sizeof(tokd_block_q5_0), act, q5_0_isum);
 }
 static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
-    const tokd_block_q8_0 *x = row;
-    const tokd_block_q8_0 *y = act;
-    float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++)
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q8_0_isum(&x[b], &y[b]), out);
-    return out;
+    return block32_ref_dot(K, row, sizeof(tokd_block_q8_0), act, q8_0_isum);
 }
 
 static const tokd_packed_traits PACKED[] = {

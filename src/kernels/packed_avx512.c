@@ -251,6 +251,25 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
     }
 }
 
+/* The K-quants with mins (Q2_K, Q4_K): per activation row of a super-block's tile (the
+ * prepared row's float d at +256, its int16 pair sums at +260), the mins term of the
+ * n_pairs (min 2i, min 2i+1) pairs mp through vpdpwssd, and the file layout's float step
+ * acc += (dx*dy) * sumi - (dmx*dy) * summ. */
+TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *isum, __m512 dx, __m512 dmx,
+                          const uint8_t *a0, size_t as, __m512 *acc) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        const uint8_t *a = a0 + (size_t)r * as;
+        __m512i summ = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int i = 0; i < n_pairs; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
+        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
+        __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
+        __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
+        acc[r] = _mm512_add_ps(acc[r], term);
+    }
+}
+
 /* ---- Q6_K, Q3_K and Q2_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
  * unsigned values (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K:
@@ -341,17 +360,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
                 mp[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
             }
             const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
-#pragma GCC unroll 8
-            for (int r = 0; r < R; r++) {
-                const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                __m512i summ = _mm512_setzero_si512();
-#pragma GCC unroll 8
-                for (int i = 0; i < 8; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
-                const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
-                __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
-                __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
-                acc[r] = _mm512_add_ps(acc[r], term);
-            }
+            mins_fold(R, 8, mp, isum, dx, dmx, act + (size_t)b * Q6K_ACT, as, acc);
         } else {
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
@@ -471,17 +480,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
         }
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
         const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT;
-            __m512i summ = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
-            const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
-            __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
-            __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
-            acc[r] = _mm512_add_ps(acc[r], term);
-        }
+        mins_fold(R, 4, mp, isum, dx, dmx, act + (size_t)b * Q4K_ACT, as, acc);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
