@@ -32,13 +32,13 @@ static float frand(void) {
 static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
     /* K-quants: K in super-blocks of 256 */
-    const int q6k = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q3_K ||
-                    type == GGML_TYPE_Q2_K;
+    const int kquant = type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
+                       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
     /* 4128: a Q4_0 group over 32 KB, so decode takes the two-group pass (packed_avx512.c) */
     const int64_t Ks[] = {32, 96, 256, 2080, 4128}, Ks6[] = {256, 512, 768, 2304, 4352};
     const int64_t NA = 33;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
-        const int64_t K = q6k ? Ks6[ki] : Ks[ki], n_out = 48;
+        const int64_t K = kquant ? Ks6[ki] : Ks[ki], n_out = 48;
         const size_t rb = tokd_row_bytes(tt, K), qb = tokd_row_bytes(at, K);
         float *x = tokd_xmalloc(sizeof(float) * (size_t)(K * (n_out > NA ? n_out : NA)));
         uint8_t *w = tokd_xmalloc(rb * (size_t)n_out);
@@ -79,14 +79,14 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
            infinity-free block of zeros and the usual values) */
         uint8_t *ref = tokd_aligned_alloc(as);
         int prep_bad = 0;
-        for (int64_t r = 0; r < NA && !q6k; r++) {
+        for (int64_t r = 0; r < NA && !kquant; r++) {
             memset(ref, 0, as);
             tokd_packed_prep_ref(x + r * K, ref, K, pk->act_bias);
             prep_bad += memcmp(ref, act + (size_t)r * as, (size_t)(K / 32) * 40) != 0;
         }
         CHECK(prep_bad == 0, "%s K=%lld: %d prepared activation rows differ from the scalar statement", tt->name,
               (long long)K, prep_bad);
-        if (!q6k) { /* this form's own preparation, on a NaN block and a zero block */
+        if (!kquant) { /* this form's own preparation, on a NaN block and a zero block */
             float special[64] = {0};
             special[3] = NAN;
             for (int i = 32; i < 64; i++) special[i] = (float)(i - 48) * 0.37f;

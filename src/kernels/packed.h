@@ -21,8 +21,8 @@
  *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
- * (-8 * the block's quant sum for Q4_0 weights, -16 for Q5_0, -128 for Q8_0), so the kernel
- * starts each block sum at the correction and never subtracts.
+ * (-8 * the block's quant sum for Q4_0 weights, -16 for Q5_0, -128 for Q8_0), so the
+ * kernel starts each block sum at the correction and never subtracts.
  *
  * Q4_K (16 rows' super-blocks of 256): 16 fp16 d and dmin, the six-bit scales and mins
  * unpacked to bytes (64 bytes per 16 rows more than the file), 32 vectors of nibbles in
@@ -47,9 +47,9 @@
  * ref_dot computes it from an unpacked row): out = 0; for each block b in order:
  *   out = fmaf(dx_b * dy_b, (float)isum_b, out)
  * with isum_b the exact integer dot product of the block's signed weights (q - 8 for
- * Q4_0, q - 16 for Q5_0) and activation quants. This differs from the unpacked vec_dot's order, so a
- * matrix is either packed for every product or for none: batch invariance holds
- * because decode and prefill both go through packed_gemm. */
+ * Q4_0, q - 16 for Q5_0) and activation quants. This differs from the unpacked
+ * vec_dot's order, so a matrix is either packed for every product or for none: batch
+ * invariance holds because decode and prefill both go through packed_gemm. */
 #ifndef TOKD_KERNELS_PACKED_H
 #define TOKD_KERNELS_PACKED_H
 
