@@ -149,8 +149,7 @@ int main(void) {
             /* without AVX-512 VNNI the AVX2 forms, on the AVX2 path or AVX-512 without
                VNNI */
             int want = (avx2_path || !strcmp(tokd_kernels_path(), "avx512")) && c->avx2 && c->fma && c->f16c &&
-                       types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K &&
-                       types[i] != GGML_TYPE_Q5_0;
+                       types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -162,8 +161,9 @@ int main(void) {
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
-        for (int i = 0; i < 5; i++) {
+        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K,
+                                       GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_0};
+        for (int i = 0; i < 6; i++) {
             const tokd_packed_traits *plain = tokd_packed_get_avx2_form(avx2_types[i], 0);
             const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(avx2_types[i], 1);
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);
@@ -175,8 +175,8 @@ int main(void) {
         }
     }
     /* types without a packed form, and odd row counts, stay unpacked */
-    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q5_0) == NULL,
-          "Q4_1 has no packed form, nor Q5_0 on AVX2");
+    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q3_K) == NULL,
+          "Q4_1 has no packed form, nor Q3_K on AVX2");
     if (simd) {
         tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
         CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,

@@ -61,6 +61,7 @@ static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
  * high (h = 1). The file's 22 bytes per row and block. */
 static size_t q5_0_group_bytes(int64_t K) { return (size_t)(K / QK) * TOKD_PACK_ROWS * sizeof(tokd_block_q5_0); }
 static void q5_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 16); }
+static void q5_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 16); }
 static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     uint8_t *out = dst;
     for (int64_t b = 0; b < K / QK; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q5_0)) {
@@ -366,6 +367,7 @@ static const tokd_packed_traits PACKED[] = {
  * packed_avx2.c) */
 static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avx2, q5_0_ref_dot, 16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
      q8_0_ref_dot, 0},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0},
@@ -374,6 +376,8 @@ static const tokd_packed_traits PACKED_AVX2[] = {
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avxvnni, q5_0_ref_dot,
+     16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avxvnni,
      q8_0_ref_dot, 0},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avxvnni,

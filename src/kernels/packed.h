@@ -16,7 +16,7 @@
  *   Q8_0: 8 vectors of 64 bytes; vector g, byte 4L+i = qs[4g+i] of row L plus 128, as an
  *         unsigned byte (the AVX2 form keeps qs[4g+i] as it is, and its activation
  *         corrections are 0);
- *   Q5_0 (AVX-512 VNNI only): Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
+ *   Q5_0: Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
  *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
  *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
@@ -94,9 +94,9 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q8_0, Q4_K,
- * Q5_K, Q6_K (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs
- * without VNNI. */
+ * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q5_0, Q8_0,
+ * Q4_K, Q5_K, Q6_K (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512
+ * CPUs without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -129,6 +129,10 @@ void tokd_packed_q5_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w
 void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 /* packed_avx2.c */
+void tokd_packed_q5_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

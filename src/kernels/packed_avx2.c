@@ -1,13 +1,15 @@
-/* packed_avx2.c — the packed Q4_0, Q8_0, Q4_K, Q5_K and Q6_K products (packed.h) with AVX2,
- * for CPUs without AVX-512 VNNI, and the Q4_0 / Q8_0 activation row preparation.
+/* packed_avx2.c — the packed Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K products (packed.h)
+ * with AVX2, for CPUs without AVX-512 VNNI, and their 32-weight types' activation row
+ * preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
  * is two 32-byte halves, rows 0-7 and rows 8-15, walked one after the other. vpdpbusd's
  * step (sum of four u8 x s8 products added to an int32 lane) becomes vpmaddubsw (pairs
- * of products as int16: |2 * 15 * 128| fits, so it never saturates) and vpmaddwd with
- * ones (the two pairs as int32), which is the same integer; a block sum starts at the
- * correction, so the result is packed.h's contract bit for bit, as in packed_avx512.c:
- * out = fmaf(dx * dy, (float)isum, out) per block, in block order.
+ * of products as int16: |2 * 15 * 128| fits, |2 * 31 * 128| for Q5_0 too, so it never
+ * saturates) and vpmaddwd with ones (the two pairs as int32), which is the same integer;
+ * a block sum starts at the correction, so the result is packed.h's contract bit for
+ * bit, as in packed_avx512.c: out = fmaf(dx * dy, (float)isum, out) per block, in block
+ * order.
  *
  * CPUs with AVX-VNNI (VEX-encoded vpdpbusd on 256-bit vectors: Intel since Alder Lake,
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
@@ -32,6 +34,7 @@
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
+#define Q5_0_BLOCK_BYTES (16 * 22) /* Q5_0: Q4_0's block plus 64 bytes of fifth bits */
 #define PF_DIST 6144          /* as packed_avx512.c: Q4_0/Q8_0 for several activation rows only, K-quants always */
 #define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */

@@ -12,17 +12,27 @@ PK_TARGET INLINE __m256i PK_NAME(dp4)(__m256i s, __m256i u, __m256i a) {
 #endif
 }
 
-/* R activation rows (as bytes apart) against one group of nb blocks: outputs
- * y[r * ldy + 0..15]. */
-PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                          int64_t ldy) {
+/* Q5_K's and Q5_0's fifth bits: bit j (0..7) of each byte of hv moved to bit 4 (16-bit
+ * shifts: the bits that cross into the other byte of a word are masked off) and or-ed
+ * into nibbles u (0..15); j must be a constant for the immediate shifts. */
+PK_TARGET INLINE __m256i PK_NAME(q5k_merge)(__m256i u, __m256i hv, int j) {
+    const __m256i at4 = j <= 4 ? _mm256_slli_epi16(hv, 4 - j) : _mm256_srli_epi16(hv, j - 4);
+    return _mm256_or_si256(u, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+}
+
+/* R activation rows (as bytes apart) against one group of nb blocks of Q4_0 (q5 = 0)
+ * or Q5_0 (q5 = 1: the nibbles take bit 2c / 2c+1 of the block's fifth-bit vector):
+ * outputs y[r * ldy + 0..15]. */
+PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                           float *y, int64_t ldy) {
     __m256 acc[MAX_R][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nb; b++, w += BLOCK_BYTES) {
+    const size_t block_bytes = q5 ? Q5_0_BLOCK_BYTES : BLOCK_BYTES;
+    for (int64_t b = 0; b < nb; b++, w += block_bytes) {
         if (R > 1)
-            for (size_t l = 0; l < BLOCK_BYTES; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i lo[4], hi[4];
@@ -31,6 +41,11 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 + 64 * c + 32 * h));
                 lo[c] = _mm256_and_si256(v, m4);
                 hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                if (q5) {
+                    const __m256i hv = _mm256_loadu_si256((const __m256i *)(w + 288 + 32 * h));
+                    lo[c] = PK_NAME(q5k_merge)(lo[c], hv, 2 * c);
+                    hi[c] = PK_NAME(q5k_merge)(hi[c], hv, 2 * c + 1);
+                }
             }
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
             for (int r = 0; r < R; r++) {
@@ -51,6 +66,14 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
         _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
     }
 }
+PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                          int64_t ldy) {
+    PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, y, ldy);
+}
+PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                         int64_t ldy) {
+    PK_NAME(q4_5_0_tile)(1, nb, w, act, as, R, y, ldy);
+}
 
 
 /* ---- Q4_K and Q5_K (packed.h's layout; packed_avx512.c's arithmetic) ----
@@ -65,14 +88,6 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
  * file layout's vec_dot. The first half's pass prefetches the super-blocks ahead (the
  * second finds them in cache): with one activation row streamed from memory, tg on the
  * AVX2 path went 52-54 -> 68 tok/s for Q4_K_M, and Q5_K reads twice as fast. */
-
-/* Q5_K's fifth bits of sub-block j (0..7) at bit 4 of each byte of hv's shift (16-bit
- * shifts: the bits that cross into the other byte of a word are masked off), or-ed into
- * nibbles u (0..15); j must be a constant for the immediate shifts. */
-PK_TARGET INLINE __m256i PK_NAME(q5k_merge)(__m256i u, __m256i hv, int j) {
-    const __m256i at4 = j <= 4 ? _mm256_slli_epi16(hv, 4 - j) : _mm256_srli_epi16(hv, j - 4);
-    return _mm256_or_si256(u, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
-}
 
 /* Sub-blocks 2c and 2c+1 of super-block b for rows 8h..8h+7 (q, qh: this half's bytes of
  * the quant and high-bit vectors; sc: of the scales), into isum[0..R). */
@@ -275,6 +290,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
         }                                                                                                  \
     }
 PK_GEMM(tokd_packed_q4_0_gemm, group_tile, 32)
+PK_GEMM(tokd_packed_q5_0_gemm, q5_0_tile, 32)
 PK_GEMM(tokd_packed_q8_0_gemm, q8_0_tile, 32)
 PK_GEMM(tokd_packed_q4_K_gemm, q4k_tile, 256)
 PK_GEMM(tokd_packed_q5_K_gemm, q5k_tile, 256)
