@@ -52,6 +52,13 @@ TGT INLINE __m512i block_sum(const __m512i wv[8], const uint8_t *q, int32_t corr
     return _mm512_add_epi32(s, t);
 }
 
+/* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
+ * kernels that gather one bit or bit pair of every byte at a fixed position and mask the
+ * rest off; n must be a constant (immediate shifts). */
+TGT INLINE __m512i shift16(__m512i v, int n) {
+    return n > 0 ? _mm512_slli_epi16(v, n) : n < 0 ? _mm512_srli_epi16(v, -n) : v;
+}
+
 /* The block layouts of the 32-weight types (packed.h). */
 enum { PK_Q8_0, PK_Q4_0, PK_Q5_0 };
 #define PK_BLOCK_BYTES(kind) ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : 16 * 22)
@@ -63,7 +70,7 @@ TGT INLINE void q5_0_merge(__m512i wv[8], __m512i hv) {
     const __m512i m10 = _mm512_set1_epi8(0x10);
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) { /* bit k = 2c + h */
-        const __m512i at4 = k < 4 ? _mm512_slli_epi16(hv, 4 - k) : k == 4 ? hv : _mm512_srli_epi16(hv, k - 4);
+        const __m512i at4 = shift16(hv, 4 - k);
         const int v = (k >> 1) + 4 * (k & 1);
         wv[v] = _mm512_ternarylogic_epi32(at4, m10, wv[v], 0xEA); /* (at4 & 0x10) | wv */
     }
@@ -293,7 +300,7 @@ TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
     __m512i lo = g < 32 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
     __m512i t = _mm512_loadu_si512(top + 64 * (g & 15));
     const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
-    __m512i ts = k == 0 ? _mm512_slli_epi16(t, 4) : k == 1 ? _mm512_slli_epi16(t, 2) : k == 2 ? t : _mm512_srli_epi16(t, 2);
+    __m512i ts = shift16(t, 4 - 2 * k);
     return _mm512_ternarylogic_epi32(ts, m30, lo, 0xEA); /* (ts & m30) | lo */
 }
 
@@ -302,13 +309,13 @@ TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
 TGT INLINE __m512i q2_group(const uint8_t *q2, int g) {
     const int t = g & 7, p = g >> 3, s = p & 3;
     __m512i v = _mm512_loadu_si512(q2 + 64 * (8 * (p >> 2) + t));
-    return _mm512_and_si512(s ? _mm512_srli_epi16(v, 2 * s) : v, _mm512_set1_epi8(0x03));
+    return _mm512_and_si512(shift16(v, -2 * s), _mm512_set1_epi8(0x03));
 }
 /* Q3_K: with bit p of high-bit vector t moved to bit 2. */
 TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
     const int t = g & 7, p = g >> 3;
     __m512i h = _mm512_loadu_si512(hm + 64 * t);
-    __m512i hs = p < 2 ? _mm512_slli_epi16(h, 2 - p) : p == 2 ? h : _mm512_srli_epi16(h, p - 2);
+    __m512i hs = shift16(h, 2 - p);
     return _mm512_ternarylogic_epi32(hs, _mm512_set1_epi8(0x04), q2_group(q2, g), 0xEA); /* (hs & 4) | lo */
 }
 TGT INLINE __m512i k16_group(int kind, const uint8_t *q, const uint8_t *top, int g) {
@@ -428,7 +435,7 @@ KQ_GEMM(tokd_packed_q2_K_gemm_avx512vnni, q2k_tile)
  * bits that cross into the other byte of a word are masked off), merged into nibbles u. */
 TGT INLINE __m512i q5k_merge(__m512i u, const uint8_t *qh, int t, int j) {
     const __m512i hv = _mm512_loadu_si512(qh + 64 * t);
-    const __m512i at4 = j <= 4 ? _mm512_slli_epi16(hv, 4 - j) : _mm512_srli_epi16(hv, j - 4);
+    const __m512i at4 = shift16(hv, 4 - j);
     return _mm512_ternarylogic_epi32(at4, _mm512_set1_epi8(0x10), u, 0xEA); /* (at4 & 0x10) | u */
 }
 
