@@ -116,58 +116,106 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-/* Decode (one activation row): two groups side by side, so that each broadcast group of
- * activation bytes serves 32 rows and the loop's fixed work is shared; per group the
- * operations are exactly group_tile's. */
-TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *wb, size_t block_bytes,
-                                  const uint8_t *a, int kind, float *ya, float *yb) {
-    __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
-    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nb; b++, wa += block_bytes, wb += block_bytes) {
+/* Decode reads every weight line once, and a 64-byte load that straddles two lines
+ * costs a streaming core about a quarter of its read rate (BENCHMARKS.md: a read loop
+ * with its loads 32 bytes off the line fell from 34-37 to 25 GB/s). Q4_0, Q5_0 and Q8_0
+ * blocks (288, 352 and 544 bytes) are 32 bytes off the line every other block, so
+ * decode walks them two at a time (9, 11 or 17 whole lines) with aligned loads only,
+ * and rebuilds the straddling block's vectors from neighbouring lines with valignq.
+ * The arithmetic per block is group_tile's for one activation row, in the same order. */
+
+/* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
+ * and one of fifth bits, Q8_0 8 of bytes. */
+#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 ? 4 : 5)
+
+/* One block of one activation row: raw holds the block's PK_VECTORS weight vectors as
+ * stored, sc its 16 fp16 scales. */
+TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, const uint8_t *a, int64_t b, int64_t nb,
+                               __m512 acc) {
+    __m512i wv[8];
+    if (kind != PK_Q8_0) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            wv[c] = _mm512_and_si512(raw[c], m4);
+            wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw[c], 4), m4);
+        }
+        if (kind == PK_Q5_0) q5_0_merge(wv, raw[4]);
+    } else {
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) wv[g] = raw[g];
+    }
+    const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
+    const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(sc), _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+}
+
+/* Block b at w, wherever it lies (unaligned loads). */
+TGT INLINE __m512 decode_block_at(int kind, const uint8_t *w, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
+    __m512i raw[8];
+    const int nv = PK_VECTORS(kind);
+#pragma GCC unroll 8
+    for (int g = 0; g < nv; g++) raw[g] = load_once(w + 32 + 64 * g);
+    return decode_block(kind, raw, _mm256_loadu_si256((const __m256i *)w), a, b, nb, acc);
+}
+
+/* Blocks b and b + 1 from the line-aligned w: lines 0..nv hold block b (scales in the
+ * low half of line 0, vector g across lines g and g + 1) and block b + 1's scales (the
+ * high half of line nv); lines nv + 1 .. 2nv are block b + 1's vectors. */
+TGT INLINE __m512 decode_block_pair(int kind, const uint8_t *w, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
+    const int nv = PK_VECTORS(kind);
+    __m512i line[9], raw[8];
 #pragma GCC unroll 9
-        for (size_t l = 0; l < block_bytes; l += 64) {
+    for (int i = 0; i <= nv; i++) line[i] = _mm512_load_si512((const void *)(w + 64 * i));
+#pragma GCC unroll 8
+    for (int g = 0; g < nv; g++) raw[g] = _mm512_alignr_epi64(line[g + 1], line[g], 4);
+    acc = decode_block(kind, raw, _mm512_castsi512_si256(line[0]), a, b, nb, acc);
+#pragma GCC unroll 8
+    for (int g = 0; g < nv; g++) raw[g] = _mm512_load_si512((const void *)(w + 64 * (nv + 1 + g)));
+    return decode_block(kind, raw, _mm512_extracti64x4_epi64(line[nv], 1), a, b + 1, nb, acc);
+}
+
+/* One group, one activation row. */
+TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8_t *a, float *y) {
+    const size_t bb = PK_BLOCK_BYTES(kind);
+    __m512 acc = _mm512_setzero_ps();
+    int64_t b = 0;
+    if ((uintptr_t)w & 31) { /* not on the packed layout's 32-byte grid: no aligned pairs */
+        for (; b < nb; b++, w += bb) acc = decode_block_at(kind, w, a, b, nb, acc);
+    }
+    if (b < nb && ((uintptr_t)w & 63)) acc = decode_block_at(kind, w, a, b++, nb, acc), w += bb;
+    for (; b + 2 <= nb; b += 2, w += 2 * bb) acc = decode_block_pair(kind, w, a, b, nb, acc);
+    if (b < nb) acc = decode_block_at(kind, w, a, b, nb, acc);
+    _mm512_storeu_ps(y, acc);
+}
+
+/* Two groups side by side as two streams, each prefetched PF_DIST ahead (see
+ * packed_gemm for when decode takes this path). */
+TGT INLINE void decode_group_two(int kind, int64_t nb, const uint8_t *wa, const uint8_t *wb, const uint8_t *a, float *ya,
+                                 float *yb) {
+    const size_t bb = PK_BLOCK_BYTES(kind);
+    if (((uintptr_t)wa | (uintptr_t)wb) & 31) {
+        decode_group(kind, nb, wa, a, ya);
+        decode_group(kind, nb, wb, a, yb);
+        return;
+    }
+    __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
+    int64_t ia = 0, ib = 0;
+    if (nb && ((uintptr_t)wa & 63)) acc_a = decode_block_at(kind, wa, a, ia++, nb, acc_a), wa += bb;
+    if (nb && ((uintptr_t)wb & 63)) acc_b = decode_block_at(kind, wb, a, ib++, nb, acc_b), wb += bb;
+    for (; ia + 2 <= nb && ib + 2 <= nb; ia += 2, ib += 2, wa += 2 * bb, wb += 2 * bb) {
+#pragma GCC unroll 17
+        for (size_t l = 0; l < 2 * bb; l += 64) { /* the pair's 9, 11 or 17 lines */
             _mm_prefetch((const char *)wa + PF_DIST + l, _MM_HINT_T0);
             _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
         }
-        __m512i va[8], vb[8];
-        if (kind != PK_Q8_0) {
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512i x = load_once(wa + 32 + 64 * c), z = load_once(wb + 32 + 64 * c);
-                va[c] = _mm512_and_si512(x, m4);
-                va[c + 4] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m4);
-                vb[c] = _mm512_and_si512(z, m4);
-                vb[c + 4] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
-            }
-            if (kind == PK_Q5_0) {
-                q5_0_merge(va, _mm512_loadu_si512(wa + 288));
-                q5_0_merge(vb, _mm512_loadu_si512(wb + 288));
-            }
-        } else {
-#pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) {
-                va[g] = _mm512_loadu_si512(wa + 32 + 64 * g);
-                vb[g] = _mm512_loadu_si512(wb + 32 + 64 * g);
-            }
-        }
-        const uint8_t *q = a + b * 32;
-        const __m512i corr = _mm512_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b));
-        __m512i sa = corr, ta = _mm512_setzero_si512(), sb = corr, tb = ta;
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; g++) {
-            const __m512i y0 = _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g)), y1 = _mm512_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16));
-            sa = _mm512_dpbusd_epi32(sa, va[g], y0);
-            ta = _mm512_dpbusd_epi32(ta, va[g + 4], y1);
-            sb = _mm512_dpbusd_epi32(sb, vb[g], y0);
-            tb = _mm512_dpbusd_epi32(tb, vb[g + 4], y1);
-        }
-        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b));
-        const __m512 da = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wa)), dy);
-        const __m512 db = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)wb)), dy);
-        acc_a = _mm512_fmadd_ps(da, _mm512_cvtepi32_ps(_mm512_add_epi32(sa, ta)), acc_a);
-        acc_b = _mm512_fmadd_ps(db, _mm512_cvtepi32_ps(_mm512_add_epi32(sb, tb)), acc_b);
+        acc_a = decode_block_pair(kind, wa, a, ia, nb, acc_a);
+        acc_b = decode_block_pair(kind, wb, a, ib, nb, acc_b);
     }
+    for (; ia + 2 <= nb; ia += 2, wa += 2 * bb) acc_a = decode_block_pair(kind, wa, a, ia, nb, acc_a);
+    if (ia < nb) acc_a = decode_block_at(kind, wa, a, ia, nb, acc_a);
+    for (; ib + 2 <= nb; ib += 2, wb += 2 * bb) acc_b = decode_block_pair(kind, wb, a, ib, nb, acc_b);
+    if (ib < nb) acc_b = decode_block_at(kind, wb, a, ib, nb, acc_b);
     _mm512_storeu_ps(ya, acc_a);
     _mm512_storeu_ps(yb, acc_b);
 }
@@ -177,7 +225,9 @@ TGT INLINE void group_pair_decode(int64_t nb, const uint8_t *wa, const uint8_t *
  * (one thread, GB/s, alternating layouts): Q4_0 K=2048 (18 KB groups) 27-30 one at a
  * time vs 23-26 in pairs; Q4_0 K=5632 (50 KB) 22-23 vs 25-28; Q8_0 K=2048 (35 KB)
  * 25-26 vs 27-28. Prefetching the single stream lowered it to 23-26. */
+#ifndef SINGLE_MAX_GROUP_BYTES
 #define SINGLE_MAX_GROUP_BYTES (32 << 10)
+#endif
 
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
@@ -190,17 +240,13 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
     const int64_t nb = K / 32;
     const size_t block_bytes = PK_BLOCK_BYTES(kind);
     const uint8_t *wb = w;
-    if (na == 1 && group_bytes <= SINGLE_MAX_GROUP_BYTES) {
-        for (int64_t G = 0; G < n_groups; G++)
-            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, kind, y + 16 * G, ldy);
-        return;
-    }
     if (na == 1) {
         int64_t G = 0;
-        for (; G + 2 <= n_groups; G += 2)
-            group_pair_decode(nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, block_bytes, act, kind,
-                              y + 16 * G, y + 16 * (G + 1));
-        if (G < n_groups) group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, act, as, 1, kind, y + 16 * G, ldy);
+        if (group_bytes > SINGLE_MAX_GROUP_BYTES)
+            for (; G + 2 <= n_groups; G += 2)
+                decode_group_two(kind, nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, act,
+                                 y + 16 * G, y + 16 * (G + 1));
+        for (; G < n_groups; G++) decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
         return;
     }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
