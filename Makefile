@@ -45,7 +45,7 @@ $(BUILD)/libtokd.a: $(LIB_OBJS)
 $(BUILD)/tokd: $(CLI_OBJS) $(BUILD)/libtokd.a
 	$(CC) $(BASEFLAGS) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libtokd.a $(LIBS)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libtokd.a tests/t.h tests/t_golden.h tests/tiny_model.h
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libtokd.a tests/t.h tests/t_golden.h tests/t_rand.h tests/tiny_model.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libtokd.a $(LIBS)
 

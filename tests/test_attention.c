@@ -10,15 +10,10 @@
 #include "attention.h"
 #include "kernels/types.h"
 #include "t.h"
+#include "t_rand.h"
 #include "util.h"
 
-static uint64_t rng = 88172645463325252ull;
-static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) & 0xFFFFFF) / (float)0x1000000 - 0.5f;
-}
+static uint64_t rng = 88172645463325252ull; /* t_rand.h state */
 static float f16r(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
 
 static int has_avx2(void) {
@@ -93,8 +88,8 @@ int main(void) {
         /* F16 values as the cache holds them, magnitudes from 1e-3 to 30 */
         size_t n_vals = (size_t)n_blocks * n_layer * bs * kv_dim;
         for (size_t i = 0; i < n_vals; i++) {
-            kv.k[i] = f16r(frand() * (i % 97 == 0 ? 30.0f : i % 13 == 0 ? 0.001f : 3.0f));
-            kv.v[i] = f16r(frand() * (i % 89 == 0 ? 20.0f : 1.0f));
+            kv.k[i] = f16r(t_rand_half(&rng) * (i % 97 == 0 ? 30.0f : i % 13 == 0 ? 0.001f : 3.0f));
+            kv.v[i] = f16r(t_rand_half(&rng) * (i % 89 == 0 ? 20.0f : 1.0f));
         }
         int32_t blocks[48];
         for (int i = 0; i < n_blocks; i++) blocks[i] = (int32_t)((i * 7 + 5) % n_blocks); /* scattered pages */
@@ -107,7 +102,7 @@ int main(void) {
             for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                 for (int32_t kvh = 0; kvh < n_head_kv; kvh++)
                     for (int32_t layer = 0; layer < n_layer; layer++) {
-                        for (int32_t i = 0; i < group * hd; i++) q[i] = frand() * (ni % 2 ? 8.0f : 1.0f);
+                        for (int32_t i = 0; i < group * hd; i++) q[i] = t_rand_half(&rng) * (ni % 2 ? 8.0f : 1.0f);
                         tokd_attention(&kv, blocks, layer, kvh, ns[ni], q, group, hd, out, scratch);
                         tokd_attention_ref(&kv, blocks, layer, kvh, ns[ni], q, group, hd, ref, scratch);
                         bad += memcmp(out, ref, sizeof(float) * (size_t)group * hd) != 0;
@@ -122,7 +117,7 @@ int main(void) {
             for (size_t ti = 0; ti < sizeof tails / sizeof tails[0]; ti++)
                 for (size_t pi = 0; pi < sizeof poison / sizeof poison[0]; pi++) {
                     poison_tail(&kv, blocks, tails[ti], poison[pi], keep, 0);
-                    for (int32_t i = 0; i < group * hd; i++) q[i] = frand() * 2.0f;
+                    for (int32_t i = 0; i < group * hd; i++) q[i] = t_rand_half(&rng) * 2.0f;
                     tokd_attention(&kv, blocks, 1, 1, tails[ti], q, group, hd, out, scratch);
                     tokd_attention_ref(&kv, blocks, 1, 1, tails[ti], q, group, hd, ref, scratch);
                     bad += memcmp(out, ref, sizeof(float) * (size_t)group * hd) != 0;

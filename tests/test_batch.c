@@ -3,9 +3,11 @@
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
  * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K and Q5_0 files quantized here) and both RoPE styles.
- * For the K-quants packing changes no bit: those files give the same logits unpacked
- * (TOKD_REPACK=0); Q5_0's packed form sums in another order (packed.h), so its logits
- * agree to rounding. */
+ * Those four types have packed forms on the AVX-512 VNNI path and the AVX2 one (also
+ * under TOKD_KERNELS=avx2), and their matrices must be packed there, unpacked on the
+ * scalar path. For the K-quants packing changes no bit: those files give the same logits
+ * unpacked (TOKD_REPACK=0); Q5_0's packed form sums in another order (packed.h), so its
+ * logits agree to rounding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,11 @@
 
 #include "gguf.h"
 #include "kernels/packed.h"
+#include "kernels/types.h"
 #include "model.h"
 #include "quantize.h"
 #include "t.h"
+#include "t_rand.h"
 
 #define N_TOK 100
 #define N_SEQ 4
@@ -129,12 +133,9 @@ static void check_model(const char *file) {
 }
 
 int main(void) {
-    uint64_t x = 88172645463325252ull;
+    uint64_t rng = 88172645463325252ull; /* t_rand.h state */
     for (int s = 0; s < N_SEQ; s++)
-        for (int i = 0; i < N_TOK; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            tokens[s][i] = (int32_t)(3 + x % 500);
-        }
+        for (int i = 0; i < N_TOK; i++) tokens[s][i] = (int32_t)(3 + t_rand_u64(&rng) % 500);
     tokens[0][0] = tokens[1][0] = tokens[2][0] = tokens[3][0] = 1; /* BOS */
     const char *models[] = {"tiny-llama-f32.gguf", "stories260K.gguf", "tiny-llama-F16.gguf", "tiny-llama-BF16.gguf",
                             "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
@@ -152,6 +153,12 @@ int main(void) {
         int same_bits; /* K-quants: packing keeps the file layout's numerics */
     } quantized[] = {{"Q5_K_M", GGML_TYPE_Q5_K, 1}, {"Q3_K", GGML_TYPE_Q3_K, 1}, {"Q2_K", GGML_TYPE_Q2_K, 1},
                      {"Q5_0", GGML_TYPE_Q5_0, 0}};
+    /* every type above is packed on the AVX-512 path (the AVX-512 VNNI forms, or the AVX2
+       ones without VNNI) and on the AVX2 path, wherever the CPU has AVX2, FMA and F16C */
+    tokd_kernels_init();
+    const tokd_cpu_features *cpu = tokd_cpu();
+    const char *path = tokd_kernels_path();
+    const int packs = (!strcmp(path, "avx2") || !strcmp(path, "avx512")) && cpu->avx2 && cpu->fma && cpu->f16c;
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
         const char *name = quantized[i].name;
         snprintf(qf, sizeof qf, "%s/%s.gguf", dir, name);
@@ -165,10 +172,10 @@ int main(void) {
         CHECK(packed && plain, "load %s twice", name);
         if (packed && plain) {
             const tokd_matrix *wq = &packed->layers[0].wq;
-            CHECK(wq->tt->id == quantized[i].type &&
-                      (wq->pk != NULL) == (tokd_packed_get_any(quantized[i].type) != NULL) &&
-                      plain->layers[0].wq.pk == NULL,
-                  "%s matrices packed exactly where the CPU has the kernel, and not with TOKD_REPACK=0", name);
+            CHECK(wq->tt->id == quantized[i].type && (wq->pk != NULL) == packs &&
+                      (tokd_packed_get_any(quantized[i].type) != NULL) == packs && plain->layers[0].wq.pk == NULL,
+                  "%s matrices %s on the %s path, and not with TOKD_REPACK=0", name, packs ? "packed" : "unpacked",
+                  path);
             size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
             float *a = malloc(bytes), *b = malloc(bytes);
             CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0, "%s: run", name);

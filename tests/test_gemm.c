@@ -16,16 +16,10 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
+#include "t_rand.h"
 #include "util.h"
 
-static uint64_t rng = 0x243F6A8885A308D3ull;
-static uint64_t rnd64(void) {
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static float rndf(void) { return (float)((double)(rnd64() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+static uint64_t rng = 0x243F6A8885A308D3ull; /* t_rand.h state */
 
 /* n_rows weight rows of K elements: quantised random data, or raw random bytes with the
  * fp16 scale fields replaced by finite values. */
@@ -35,13 +29,13 @@ static void fill_weights(const tokd_type_traits *t, uint8_t *W, int64_t K, int64
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *row = W + (size_t)r * rb;
         if (!raw) {
-            float sc = (float)exp((double)rndf() * 4);
-            for (int64_t i = 0; i < K; i++) f[i] = rndf() * sc;
+            float sc = (float)exp(t_rand_pm1(&rng) * 4);
+            for (int64_t i = 0; i < K; i++) f[i] = (float)t_rand_pm1(&rng) * sc;
             t->from_float(f, row, K);
         } else {
-            for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)rnd64();
+            for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)t_rand_u64(&rng);
             for (int64_t b = 0; b < K / 32; b++) {
-                uint16_t d = tokd_f32_to_f16(rndf() * 0.01f);
+                uint16_t d = tokd_f32_to_f16((float)t_rand_pm1(&rng) * 0.01f);
                 memcpy(row + (size_t)b * t->bytes, &d, 2);
             }
         }
@@ -73,7 +67,7 @@ static void check_type(uint32_t id) {
                     uint8_t *Q = malloc(qb * (size_t)na);
                     float *X = malloc(sizeof(float) * (size_t)(K * na)), *Y = malloc(sizeof(float) * (size_t)(nw * na + 1));
                     for (int64_t o = 0; o < nw; o++) fill_weights(t, W + (size_t)o * ws, K, 1, raw);
-                    for (int64_t i = 0; i < K * na; i++) X[i] = rndf() * (i % 7 == 0 ? 10.0f : 1.0f);
+                    for (int64_t i = 0; i < K * na; i++) X[i] = (float)t_rand_pm1(&rng) * (i % 7 == 0 ? 10.0f : 1.0f);
                     for (int64_t r = 0; r < na; r++) {
                         t->gemm_prep(X + r * K, A + (size_t)r * as, K);
                         at->from_float(X + r * K, Q + (size_t)r * qb, K);
@@ -114,7 +108,7 @@ static void check_matmul(uint32_t id) {
             float *X = malloc(sizeof(float) * (size_t)(K * nr)), *Y = malloc(sizeof(float) * (size_t)(n_out * nr));
             uint8_t *Q = malloc(qb);
             void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, nr) + 64);
-            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            for (int64_t i = 0; i < K * nr; i++) X[i] = (float)t_rand_pm1(&rng);
             tokd_matmul(pool, &M, X, K, nr, Y, n_out, scratch);
             int64_t bad = 0;
             for (int64_t r = 0; r < nr; r++) {
@@ -168,7 +162,7 @@ static void check_matmul_n(void) {
                 if (sb > scratch_bytes) scratch_bytes = sb;
             }
             float *X = malloc(sizeof(float) * (size_t)(K * nr));
-            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            for (int64_t i = 0; i < K * nr; i++) X[i] = (float)t_rand_pm1(&rng);
             void *scratch = tokd_aligned_alloc(scratch_bytes);
             tokd_matmul_n(pool, 3, Mp, X, K, nr, Ya, ld, scratch);
             for (int m = 0; m < 3; m++) tokd_matmul(pool, &M[m], X, K, nr, Yb[m], ld[m], scratch);
@@ -214,7 +208,7 @@ static void check_thread_split(void) {
         void *scratch = tokd_aligned_alloc(scratch_bytes);
         for (int64_t nr = 1; nr <= 3; nr += 2) {
             float *X = malloc(sizeof(float) * (size_t)(K * nr));
-            for (int64_t i = 0; i < K * nr; i++) X[i] = rndf();
+            for (int64_t i = 0; i < K * nr; i++) X[i] = (float)t_rand_pm1(&rng);
             float *ref[3], *got[3];
             int64_t ld[3];
             for (int m = 0; m < 3; m++) {
@@ -264,7 +258,7 @@ static void check_prep(void) {
         uint8_t *a = malloc(bytes), *b = malloc(bytes);
         for (int style = 0; style < 4; style++) {
             for (int64_t i = 0; i < K; i++) {
-                float v = rndf();
+                float v = (float)t_rand_pm1(&rng);
                 if (style == 1 && i % 64 < 32) v = 0;                        /* all-zero blocks */
                 if (style == 2) v = (float)((int)(v * 254)) * 0.5f;          /* ties of x*127/amax */
                 if (style == 3) v *= (i % 5 == 0) ? 1e30f : 1e-30f;          /* extremes */

@@ -19,15 +19,10 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
+#include "t_rand.h"
 #include "util.h"
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 40) & 0xFFFFFF) / (float)0x1000000 - 0.5f;
-}
+static uint64_t rng = 0x9E3779B97F4A7C15ull; /* t_rand.h state */
 
 static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *pool2) {
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
@@ -43,10 +38,10 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
         const size_t rb = tokd_row_bytes(tt, K), qb = tokd_row_bytes(at, K);
         float *x = tokd_xmalloc(sizeof(float) * (size_t)(K * (n_out > NA ? n_out : NA)));
         uint8_t *w = tokd_xmalloc(rb * (size_t)n_out);
-        for (int64_t i = 0; i < K * n_out; i++) x[i] = frand() * (i % 7 == 0 ? 8.0f : 1.0f);
+        for (int64_t i = 0; i < K * n_out; i++) x[i] = t_rand_half(&rng) * (i % 7 == 0 ? 8.0f : 1.0f);
         for (int64_t o = 0; o < n_out; o++) tt->from_float(x + o * K, w + (size_t)o * rb, K);
         /* activation rows: Q8_0 blocks for the contract, prepared rows for the kernel */
-        for (int64_t i = 0; i < K * NA; i++) x[i] = frand() * (i % 5 == 0 ? 4.0f : 1.0f);
+        for (int64_t i = 0; i < K * NA; i++) x[i] = t_rand_half(&rng) * (i % 5 == 0 ? 4.0f : 1.0f);
         uint8_t *q = tokd_xmalloc(qb * NA);
         for (int64_t r = 0; r < NA; r++) at->from_float(x + r * K, q + (size_t)r * qb, K);
         /* the two summation orders may differ by at most the classical bound of two
@@ -149,8 +144,7 @@ int main(void) {
         if (!simd) {
             /* without AVX-512 VNNI the AVX2 forms, on the AVX2 path or AVX-512 without
                VNNI */
-            int want = (avx2_path || !strcmp(tokd_kernels_path(), "avx512")) && c->avx2 && c->fma && c->f16c &&
-                       types[i] != GGML_TYPE_Q3_K && types[i] != GGML_TYPE_Q2_K;
+            int want = (avx2_path || !strcmp(tokd_kernels_path(), "avx512")) && c->avx2 && c->fma && c->f16c;
             CHECK((pk != NULL) == want, "type %u: packed form %s on the %s path", types[i], pk ? "offered" : "missing",
                   tokd_kernels_path());
             if (!pk) continue;
@@ -162,9 +156,9 @@ int main(void) {
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {
-        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K,
-                                       GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_0};
-        for (int i = 0; i < 6; i++) {
+        const uint32_t avx2_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+                                       GGML_TYPE_Q6_K, GGML_TYPE_Q3_K, GGML_TYPE_Q2_K, GGML_TYPE_Q5_0};
+        for (int i = 0; i < 8; i++) {
             const tokd_packed_traits *plain = tokd_packed_get_avx2_form(avx2_types[i], 0);
             const tokd_packed_traits *vnni = tokd_packed_get_avx2_form(avx2_types[i], 1);
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);
@@ -176,8 +170,8 @@ int main(void) {
         }
     }
     /* types without a packed form, and odd row counts, stay unpacked */
-    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q3_K) == NULL,
-          "Q4_1 has no packed form, nor Q3_K on AVX2");
+    CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q4_1) == NULL,
+          "Q4_1 has no packed form, on AVX-512 nor on AVX2");
     if (simd) {
         tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
         CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,

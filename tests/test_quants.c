@@ -20,27 +20,16 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
+#include "t_rand.h"
 
-/* ---- deterministic random numbers ---- */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd64(void) {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-static double rnd_unit(void) { return (double)(rnd64() >> 11) / 9007199254740992.0; }
-static float rnd_gauss(void) {
-    double u = rnd_unit(), v = rnd_unit();
-    if (u < 1e-300) u = 1e-300;
-    return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
-}
+/* ---- deterministic random numbers (t_rand.h) ---- */
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
 /* Gaussian data with occasional outliers and all-zero stretches, at varying scales. */
 static void fill_data(float *x, int64_t n, int style) {
-    float scale = (float)exp((rnd_unit() - 0.5) * 8);
+    float scale = (float)exp((t_rand_unit(&rng) - 0.5) * 8);
     for (int64_t i = 0; i < n; i++) {
-        float v = rnd_gauss() * scale;
-        if (style >= 1 && rnd64() % 97 == 0) v *= 12;
+        float v = t_rand_gauss(&rng) * scale;
+        if (style >= 1 && t_rand_u64(&rng) % 97 == 0) v *= 12;
         if (style >= 2 && (i / 64) % 7 == 3) v = 0;
         x[i] = v;
     }
@@ -80,24 +69,24 @@ static bool have_vnni(void) { return have_avx512() && tokd_cpu()->avx512vnni; }
 /* Fill a weight row with random bits, keeping every scale a finite fp16 of moderate
  * size (raw blocks exercise every quant bit pattern, including Q8_0's -128). */
 static uint16_t rnd_half(void) {
-    float v = (float)((rnd_unit() * 2 - 1) * 0.05);
+    float v = (float)(t_rand_pm1(&rng) * 0.05);
     return tokd_f32_to_f16(v);
 }
 static void put_half(uint8_t *p, uint16_t h) { memcpy(p, &h, 2); }
 static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K) {
     size_t nbytes = tokd_row_bytes(t, K);
-    for (size_t i = 0; i < nbytes; i++) row[i] = (uint8_t)rnd64();
+    for (size_t i = 0; i < nbytes; i++) row[i] = (uint8_t)t_rand_u64(&rng);
     for (int64_t b = 0; b < K / (int64_t)t->blck; b++) {
         uint8_t *blk = row + (size_t)b * t->bytes;
         switch (t->id) {
         case GGML_TYPE_F16: put_half(blk, rnd_half()); break;
         case GGML_TYPE_BF16: {
-            uint16_t h = tokd_f32_to_bf16((float)(rnd_unit() * 2 - 1));
+            uint16_t h = tokd_f32_to_bf16((float)t_rand_pm1(&rng));
             memcpy(blk, &h, 2);
             break;
         }
         case GGML_TYPE_F32: {
-            float f = (float)(rnd_unit() * 2 - 1);
+            float f = (float)t_rand_pm1(&rng);
             memcpy(blk, &f, 4);
             break;
         }
@@ -115,15 +104,15 @@ static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K)
 static void fill_raw_act(const tokd_type_traits *a, uint8_t *row, int64_t K) {
     if (a->id == GGML_TYPE_F32) {
         float *f = (float *)row;
-        for (int64_t i = 0; i < K; i++) f[i] = (float)(rnd_unit() * 2 - 1);
+        for (int64_t i = 0; i < K; i++) f[i] = (float)t_rand_pm1(&rng);
         return;
     }
     for (int64_t b = 0; b < K / (int64_t)a->blck; b++) {
         uint8_t *blk = row + (size_t)b * a->bytes;
         if (a->id == GGML_TYPE_Q8_K) {
             tokd_block_q8_K *q = (tokd_block_q8_K *)blk;
-            q->d = (float)((rnd_unit() * 2 - 1) * 0.01);
-            for (int j = 0; j < 256; j++) q->qs[j] = (int8_t)(rnd64() % 3 == 0 ? (rnd64() & 1 ? 127 : -127) : (int)(rnd64() % 255) - 127);
+            q->d = (float)(t_rand_pm1(&rng) * 0.01);
+            for (int j = 0; j < 256; j++) q->qs[j] = (int8_t)(t_rand_u64(&rng) % 3 == 0 ? (t_rand_u64(&rng) & 1 ? 127 : -127) : (int)(t_rand_u64(&rng) % 255) - 127);
             for (int g = 0; g < 16; g++) {
                 int s = 0;
                 for (int l = 0; l < 16; l++) s += q->qs[16 * g + l];
@@ -134,7 +123,7 @@ static void fill_raw_act(const tokd_type_traits *a, uint8_t *row, int64_t K) {
             put_half(blk, rnd_half());
             int s = 0;
             for (int j = 0; j < 32; j++) {
-                int v = rnd64() % 3 == 0 ? (rnd64() & 1 ? 127 : -127) : (int)(rnd64() % 255) - 127;
+                int v = t_rand_u64(&rng) % 3 == 0 ? (t_rand_u64(&rng) & 1 ? 127 : -127) : (int)(t_rand_u64(&rng) % 255) - 127;
                 blk[off + j] = (uint8_t)(int8_t)v;
                 s += v;
             }
@@ -339,7 +328,7 @@ static void test_roundtrip_error(void) {
         {GGML_TYPE_Q3_K, 0.175, 0.225},  {GGML_TYPE_Q2_K, 0.34, 0.37},
     };
     const int64_t n = 256 * 64;
-    rng_state = 6789;
+    rng = 6789;
     float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
     uint8_t *q = malloc((size_t)n * 4);
     for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {
@@ -428,7 +417,7 @@ static void test_dot_accuracy(void) {
              {GGML_TYPE_Q6_K, 0.028}};
     const int64_t K = 4096;
     const int trials = 64;
-    rng_state = 12345; /* independent of the tests run before */
+    rng = 12345; /* independent of the tests run before */
     float *w = malloc(sizeof(float) * K), *x = malloc(sizeof(float) * K);
     uint8_t *qw = malloc((size_t)K * 4), *qa = malloc((size_t)K * 4 + 64);
     for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {

@@ -7,14 +7,9 @@
 
 #include "sampler.h"
 #include "t.h"
+#include "t_rand.h"
 
-static uint64_t lcg = 88172645463325252ull;
-static double urand(void) { /* test-side randomness, independent of the sampler's PRNG */
-    lcg ^= lcg << 13;
-    lcg ^= lcg >> 7;
-    lcg ^= lcg << 17;
-    return (double)(lcg >> 11) * 0x1.0p-53;
-}
+static uint64_t rng = 88172645463325252ull; /* test-side randomness (t_rand.h), not the sampler's PRNG */
 
 static tokd_sampler *mk(const tokd_sampler_params *p, int32_t n) {
     tokd_err err = {{0}};
@@ -140,7 +135,7 @@ static void test_defaults(void) {
 static void test_greedy(void) {
     enum { N = 32000 };
     float *l = malloc(N * sizeof *l);
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 10 - 5);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 10 - 5);
     l[12345] = 7.5f;
     tokd_sampler_params p = plain(0);
     tokd_sampler *s = mk(&p, N);
@@ -168,7 +163,7 @@ static void test_greedy(void) {
 static void test_temperature_limit(void) {
     enum { N = 1000 };
     float l[N];
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 4);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 4);
     l[777] = 4.1f; /* clear winner by > 0.1 */
     int bad = 0;
     for (int t = 0; t < 3; t++) {
@@ -198,7 +193,7 @@ static void test_topk1(void) {
     tokd_sampler *g = mk(&pg, N), *k = mk(&pk, N);
     int diff = 0;
     for (int it = 0; it < 200; it++) {
-        for (int i = 0; i < N; i++) l[i] = (float)floor(urand() * 50); /* many ties */
+        for (int i = 0; i < N; i++) l[i] = (float)floor(t_rand_unit(&rng) * 50); /* many ties */
         diff += tokd_sampler_sample(g, l, NULL) != tokd_sampler_sample(k, l, NULL);
     }
     CHECK(diff == 0, "top_k=1 differs from greedy %d/200 times", diff);
@@ -283,7 +278,7 @@ static void test_distributions(void) {
     int perm[M];
     for (int i = 0; i < M; i++) perm[i] = i;
     for (int i = M - 1; i > 0; i--) {
-        int j = (int)(urand() * (i + 1)), t = perm[i];
+        int j = (int)(t_rand_unit(&rng) * (i + 1)), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
@@ -471,7 +466,7 @@ static void mask_nan(void *ud, float *logits, int32_t n) {
 static void test_bias_mask(void) {
     enum { N = 100 };
     float l[N], copy[N];
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 2);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 2);
     l[40] = 10;
     l[41] = 9;
     l[42] = 8.5f;
@@ -514,7 +509,7 @@ static void test_bias_mask(void) {
 static void test_logprobs(void) {
     enum { N = 32000 };
     float *l = malloc(N * sizeof *l);
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 16 - 8);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 16 - 8);
     l[100] = l[200] = l[300] = 9.0f; /* a tie at the top */
     l[7] = 8.5f;
     double m = -INFINITY, sum = 0;
@@ -629,19 +624,19 @@ static void test_nan_inf(void) {
     /* random garbage with random parameters: always in range */
     int out_of_range = 0;
     for (int it = 0; it < 3000; it++) {
-        tokd_sampler_params q = plain((float)(urand() < 0.2 ? 0 : urand() * 3));
-        q.top_k = (int32_t)(urand() * 80) - 10;
-        q.top_p = (float)(urand() * 1.2);
-        q.min_p = (float)(urand() - 0.3);
-        q.repeat_penalty = (float)(0.5 + urand());
-        q.presence_penalty = (float)(urand() * 4 - 2);
-        q.frequency_penalty = (float)(urand() * 4 - 2);
+        tokd_sampler_params q = plain((float)(t_rand_unit(&rng) < 0.2 ? 0 : t_rand_unit(&rng) * 3));
+        q.top_k = (int32_t)(t_rand_unit(&rng) * 80) - 10;
+        q.top_p = (float)(t_rand_unit(&rng) * 1.2);
+        q.min_p = (float)(t_rand_unit(&rng) - 0.3);
+        q.repeat_penalty = (float)(0.5 + t_rand_unit(&rng));
+        q.presence_penalty = (float)(t_rand_unit(&rng) * 4 - 2);
+        q.frequency_penalty = (float)(t_rand_unit(&rng) * 4 - 2);
         q.seed = (uint64_t)it;
-        q.n_logprobs = (int32_t)(urand() * 21);
-        int n = 1 + (int)(urand() * N);
+        q.n_logprobs = (int32_t)(t_rand_unit(&rng) * 21);
+        int n = 1 + (int)(t_rand_unit(&rng) * N);
         for (int i = 0; i < n; i++) {
-            double u = urand();
-            l[i] = u < 0.1 ? NAN : u < 0.15 ? INFINITY : u < 0.3 ? -INFINITY : u < 0.35 ? 3e38f : (float)(urand() * 20 - 10);
+            double u = t_rand_unit(&rng);
+            l[i] = u < 0.1 ? NAN : u < 0.15 ? INFINITY : u < 0.3 ? -INFINITY : u < 0.35 ? 3e38f : (float)(t_rand_unit(&rng) * 20 - 10);
         }
         s = mk(&q, n);
         for (int k = 0; k < 3; k++) {
@@ -722,7 +717,7 @@ static void test_validation(void) {
 static void test_big_vocab(void) {
     enum { N = 262144 };
     float *l = malloc(N * sizeof *l);
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 10);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 10);
     l[N - 1] = 20;
     tokd_sampler_params p;
     tokd_sampler_params_default(&p);
@@ -744,7 +739,7 @@ static int cmp_double(const void *a, const void *b) {
 static void bench(void) {
     enum { N = 32000, RUNS = 101 };
     float *l = malloc(N * sizeof *l);
-    for (int i = 0; i < N; i++) l[i] = (float)(urand() * 20 - 10);
+    for (int i = 0; i < N; i++) l[i] = (float)(t_rand_unit(&rng) * 20 - 10);
     tokd_sampler_params p;
     tokd_sampler_params_default(&p);
     double t_plain[RUNS], t_res[RUNS], t_topp[RUNS];

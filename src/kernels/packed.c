@@ -373,6 +373,8 @@ static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0},
     {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx2, q5_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot, 0},
+    {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx2, q3_K_ref_dot, 0},
+    {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx2, q2_K_ref_dot, 0},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8},
@@ -386,6 +388,10 @@ static const tokd_packed_traits PACKED_AVXVNNI[] = {
      q5_K_ref_dot, 0},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avxvnni,
      q6_K_ref_dot, 0},
+    {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avxvnni,
+     q3_K_ref_dot, 0},
+    {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avxvnni,
+     q2_K_ref_dot, 0},
 };
 
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {

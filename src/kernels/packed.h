@@ -36,12 +36,11 @@
  * Its activation rows are Q8_K's quantiser with -32 * each 16-element sum; its numerics
  * are exactly the file layout's vec_dot (out = out + (dx*dy) * (float)isum per
  * super-block), so packing a Q6_K matrix changes no result.
- * Q3_K (AVX-512 VNNI only) goes through Q6_K's kernel shape: 16 fp16 d, the scales as
- * int8 [sub-block][row], 16 vectors of two-bit quants and 8 of high bits in the file's
- * byte order (packed.c, q3_K_pack); activation rows as Q6_K's with -4 * each sum, and the
- * same numerics as its file layout's vec_dot. Q2_K (AVX-512 VNNI only) too, with the
- * file's own bytes (packed.c, q2_K_pack) and Q4_K's vpdpwssd mins term over the
- * activation's 16-element sums.
+ * Q3_K goes through Q6_K's kernel shape: 16 fp16 d, the scales as int8 [sub-block][row],
+ * 16 vectors of two-bit quants and 8 of high bits in the file's byte order (packed.c,
+ * q3_K_pack); activation rows as Q6_K's with -4 * each sum, and the same numerics as its
+ * file layout's vec_dot. Q2_K too, with the file's own bytes (packed.c, q2_K_pack) and
+ * Q4_K's vpdpwssd mins term over the activation's 16-element sums.
  *
  * Numerics of Q4_0/Q5_0/Q8_0 (the contract every implementation meets bit for bit;
  * ref_dot computes it from an unpacked row): out = 0; for each block b in order:
@@ -94,9 +93,8 @@ typedef struct {
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms Q4_0, Q5_0, Q8_0,
- * Q4_K, Q5_K, Q6_K (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512
- * CPUs without VNNI. */
+ * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms the same types
+ * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -152,6 +150,14 @@ void tokd_packed_q8_0_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, s
 void tokd_packed_q6_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q6_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q3_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q3_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q2_K_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q2_K_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                    const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -1,5 +1,5 @@
-/* packed_avx2.c — the packed Q4_0, Q5_0, Q8_0, Q4_K, Q5_K and Q6_K products (packed.h)
- * with AVX2, for CPUs without AVX-512 VNNI, and their 32-weight types' activation row
+/* packed_avx2.c — the packed Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K products (packed.h) with
+ * AVX2, for CPUs without AVX-512 VNNI, and their 32-weight types' activation row
  * preparation.
  *
  * A 64-byte vector of the packed layout holds four weights for each of 16 rows; here it
@@ -15,10 +15,11 @@
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
  * integer again.
  *
- * Q4_K's nibbles, Q5_K's 5-bit and Q6_K's 6-bit weights times Q8_K's quants (-128..127)
- * never saturate vpmaddubsw either (|2 * 63 * 128| < 2^15); their kernels keep
- * packed_avx512.c's arithmetic (Q5_K's fifth bits merged with a shift, an and and an or
- * in place of vpternlogd), so they give the same bits.
+ * Q2_K's 2-bit, Q3_K's 3-bit (q + 4 <= 7), Q4_K's nibbles, Q5_K's 5-bit and Q6_K's
+ * 6-bit weights times Q8_K's quants (-128..127) never saturate vpmaddubsw either
+ * (|2 * 63 * 128| < 2^15); their kernels keep packed_avx512.c's arithmetic (the bit
+ * merges with a shift, an and and an or in place of vpternlogd; Q2_K and Q3_K through
+ * Q6_K's tile, as there), so they give the same bits.
  *
  * Q8_0's VNNI layout (unsigned bytes plus 128) would saturate vpmaddubsw, so the AVX2
  * form packs its quants as they are, signed, and each step multiplies |w| by the
@@ -41,7 +42,10 @@
 #define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */
 #define Q6K_SB (16 * 210)     /* Q6_K: packed bytes of one super-block of 16 rows */
 #define Q8_0_BLOCK_BYTES (16 * 34) /* Q8_0: one block of a 16-row group: 16 fp16 scales, 8 x 64 quant bytes */
-#define Q6K_ACT 324           /* Q6_K: prepared activation bytes per super-block */
+#define Q3K_SB (32 + 256 + 1024 + 512) /* Q3_K: d, int8 scales, 16 two-bit and 8 high-bit vectors */
+#define Q2K_SB (16 * 84)      /* Q2_K: packed bytes of one super-block of 16 rows */
+#define Q6K_ACT 324           /* Q6_K, Q3_K, Q2_K: prepared activation bytes per super-block */
+enum { K16_Q6, K16_Q3, K16_Q2 }; /* packed_avx2_gemm.h's k16_tile: the three layouts of 16-weight sub-blocks */
 
 
 /* The kernel, written once (packed_avx2_gemm.h) and compiled per instruction set: the

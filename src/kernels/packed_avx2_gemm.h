@@ -12,12 +12,39 @@ PK_TARGET INLINE __m256i PK_NAME(dp4)(__m256i s, __m256i u, __m256i a) {
 #endif
 }
 
-/* Q5_K's and Q5_0's fifth bits: bit j (0..7) of each byte of hv moved to bit 4 (16-bit
- * shifts: the bits that cross into the other byte of a word are masked off) and or-ed
- * into nibbles u (0..15); j must be a constant for the immediate shifts. */
+/* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
+ * kernels that gather one bit or bit pair of every byte at a fixed position and mask the
+ * rest off (with the bits that crossed into the other byte of a word); n must be a
+ * constant (immediate shifts). packed_avx512.c's shift16. */
+PK_TARGET INLINE __m256i PK_NAME(shift16)(__m256i v, int n) {
+    return n > 0 ? _mm256_slli_epi16(v, n) : n < 0 ? _mm256_srli_epi16(v, -n) : v;
+}
+
+/* Q5_K's and Q5_0's fifth bits: bit j (0..7) of each byte of hv moved to bit 4 and or-ed
+ * into nibbles u (0..15); j must be a constant. */
 PK_TARGET INLINE __m256i PK_NAME(q5k_merge)(__m256i u, __m256i hv, int j) {
-    const __m256i at4 = j <= 4 ? _mm256_slli_epi16(hv, 4 - j) : _mm256_srli_epi16(hv, j - 4);
+    const __m256i at4 = PK_NAME(shift16)(hv, 4 - j);
     return _mm256_or_si256(u, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+}
+
+/* The K-quants with mins (Q2_K, Q4_K): per activation row of a super-block's tile (the
+ * prepared row's float d at +256, its int16 pair sums at +260), the mins term of the
+ * n_pairs (min 2i, min 2i+1) pairs mp through vpmaddwd (vpdpwssd's integer), and the
+ * file layout's float step acc += (dx*dy) * sumi - (dmx*dy) * summ. packed_avx512.c's
+ * mins_fold on one 8-row half. */
+PK_TARGET INLINE void PK_NAME(mins_fold)(int R, int n_pairs, const __m256i *mp, const __m256i *isum, __m256 dx,
+                                         __m256 dmx, const uint8_t *a0, size_t as, __m256 *acc) {
+    for (int r = 0; r < R; r++) {
+        const uint8_t *a = a0 + (size_t)r * as;
+        __m256i summ = _mm256_setzero_si256();
+        for (int i = 0; i < n_pairs; i++)
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp[i], _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i))));
+        const __m256 dy = _mm256_set1_ps(tokd_pk_ld_f32(a + 256));
+        const __m256 d = _mm256_mul_ps(dx, dy), dm = _mm256_mul_ps(dmx, dy);
+        const __m256 term = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])),
+                                          _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ)));
+        acc[r] = _mm256_add_ps(acc[r], term);
+    }
 }
 
 /* R activation rows (as bytes apart) against one group of nb blocks of Q4_0 (q5 = 0)
@@ -147,17 +174,7 @@ PK_TARGET INLINE void PK_NAME(k4_tile)(int q5, int64_t nb, const uint8_t *w, con
             }
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
             const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
-            for (int r = 0; r < R; r++) {
-                const uint8_t *a = ab + (size_t)r * as;
-                __m256i summ = _mm256_setzero_si256();
-                for (int i = 0; i < 4; i++)
-                    summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp[i], _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i))));
-                const __m256 dy = _mm256_set1_ps(tokd_pk_ld_f32(a + 256));
-                const __m256 d = _mm256_mul_ps(dx, dy), dm = _mm256_mul_ps(dmx, dy);
-                const __m256 term = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])),
-                                                  _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ)));
-                acc[r] = _mm256_add_ps(acc[r], term);
-            }
+            PK_NAME(mins_fold)(R, 4, mp, isum, dx, dmx, ab, as, acc);
         }
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
@@ -173,42 +190,77 @@ PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint
 }
 
 
-/* ---- Q6_K (packed.h's layout; packed_avx512.c's arithmetic) ----
- * One 8-row half at a time, as Q4_K. Sub-block j's four groups of unsigned 6-bit weights
- * are rebuilt from the nibble and top-bit vectors; each row's sum starts at its
- * correction (-32 * the sub-block's activation sum), takes four dp4 steps (6-bit weights
- * never saturate vpmaddubsw) and joins the integer sum times the rows' scales; then
- * out = out + (dx * dy) * (float)isum per super-block, as the file layout's vec_dot. */
+/* ---- Q6_K, Q3_K and Q2_K (packed.h's layouts; packed_avx512.c's k16_tile arithmetic) ----
+ * One 8-row half at a time, as Q4_K. Per super-block and sub-block j (16 weights = four
+ * groups of four): the four groups' unsigned values are rebuilt (Q6_K: 6-bit, q + 32,
+ * from the nibble and top-bit vectors; Q3_K: 3-bit, q + 4, from the two-bit and high-bit
+ * vectors; Q2_K: the two-bit values as they are), then each row's sum starts at its
+ * correction (-32 or -4 * the sub-block's activation sum; 0 for Q2_K), takes four dp4
+ * steps and joins the integer sum times the rows' scales (int8 for Q6_K and Q3_K, the
+ * scale byte's low nibble for Q2_K). Float steps as the file layout's vec_dot: out +
+ * (dx*dy) * (float)isum per super-block; Q2_K: out + ((dx*dy) * sumi - (dmx*dy) * summ),
+ * its mins term as Q4_K's with eight (min 2i, min 2i+1) pairs against the activation's
+ * 16-element sums (mins_fold).
+ * None of them saturates vpmaddubsw: its int16 sum of two unsigned weight x signed
+ * activation products is at most 2 * 63 * 128 = 16128 (Q6_K), 2 * 7 * 128 = 1792 (Q3_K's
+ * q + 4 <= 7) or 2 * 3 * 128 = 768 (Q2_K's 0..3) in magnitude, below 2^15; so dp4 is
+ * vpdpbusd's exact integer in both forms, and every sum here is the AVX-512 one. */
 PK_TARGET INLINE __m256i PK_NAME(q6k_group)(const uint8_t *nib, const uint8_t *top, int g) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     const __m256i n = _mm256_loadu_si256((const __m256i *)(nib + 64 * (g & 31)));
     const __m256i lo = g < 32 ? _mm256_and_si256(n, m4) : _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
     const __m256i t = _mm256_loadu_si256((const __m256i *)(top + 64 * (g & 15)));
     const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
-    const __m256i ts = k == 0 ? _mm256_slli_epi16(t, 4) : k == 1 ? _mm256_slli_epi16(t, 2) : k == 2 ? t : _mm256_srli_epi16(t, 2);
-    return _mm256_or_si256(_mm256_and_si256(ts, m30), lo);
+    return _mm256_or_si256(_mm256_and_si256(PK_NAME(shift16)(t, 4 - 2 * k), m30), lo);
 }
 
-PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
+/* Two-bit group g (weights 4g..4g+3 of each row, g = 8p + t) of Q2_K / Q3_K: bits
+ * 2s..2s+1 (s = p % 4) of two-bit vector 8(p/4) + t. */
+PK_TARGET INLINE __m256i PK_NAME(q2_group)(const uint8_t *q2, int g) {
+    const int t = g & 7, p = g >> 3, s = p & 3;
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(q2 + 64 * (8 * (p >> 2) + t)));
+    return _mm256_and_si256(PK_NAME(shift16)(v, -2 * s), _mm256_set1_epi8(0x03));
+}
+/* Q3_K: with bit p of high-bit vector t moved to bit 2 (q + 4: the file's "subtract 4
+ * where the bit is clear" is the correction's -4 * sum). */
+PK_TARGET INLINE __m256i PK_NAME(q3k_group)(const uint8_t *q2, const uint8_t *hm, int g) {
+    const int t = g & 7, p = g >> 3;
+    const __m256i h = _mm256_loadu_si256((const __m256i *)(hm + 64 * t));
+    return _mm256_or_si256(_mm256_and_si256(PK_NAME(shift16)(h, 2 - p), _mm256_set1_epi8(0x04)), PK_NAME(q2_group)(q2, g));
+}
+PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const uint8_t *top, int g) {
+    return kind == K16_Q6 ? PK_NAME(q6k_group)(q, top, g)
+           : kind == K16_Q3 ? PK_NAME(q3k_group)(q, top, g)
+                            : PK_NAME(q2_group)(q, g);
+}
+
+PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                        float *y, int64_t ldy) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
         const uint8_t *wb = w;
-        for (int64_t b = 0; b < nb; b++, wb += Q6K_SB) {
+        for (int64_t b = 0; b < nb; b++, wb += sb_bytes) {
             if (h == 0) /* as Q4_K's */
-                for (size_t l = 0; l < Q6K_SB; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
-            const uint8_t *sc = wb + 32 + 8 * h, *nib = wb + 288 + 32 * h, *top = wb + 288 + 2048 + 32 * h;
+                for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
+            /* after d (and Q2_K's dmin): the scales, then Q6_K's nibbles and top bits, Q3_K's
+               two-bit and high-bit vectors, or Q2_K's two-bit vectors; this half's bytes */
+            const uint8_t *sc = wb + (kind == K16_Q2 ? 64 : 32), *q = sc + 256 + 32 * h;
+            const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048), *ab = act + (size_t)b * Q6K_ACT;
+            sc += 8 * h;
             __m256i isum[MAX_R];
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) {
-                const __m256i u0 = PK_NAME(q6k_group)(nib, top, 4 * j), u1 = PK_NAME(q6k_group)(nib, top, 4 * j + 1);
-                const __m256i u2 = PK_NAME(q6k_group)(nib, top, 4 * j + 2), u3 = PK_NAME(q6k_group)(nib, top, 4 * j + 3);
-                const __m256i scj = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 16 * j)));
+                const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
+                const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
+                const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
+                const __m256i scj = kind == K16_Q2 ? _mm256_and_si256(_mm256_cvtepu8_epi32(scb), _mm256_set1_epi32(0x0F))
+                                                   : _mm256_cvtepi8_epi32(scb);
                 for (int r = 0; r < R; r++) {
-                    const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                    __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+                    const uint8_t *a = ab + (size_t)r * as;
+                    __m256i s = kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
                     s = PK_NAME(dp4)(s, u0, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
                     s = PK_NAME(dp4)(s, u1, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
                     s = PK_NAME(dp4)(s, u2, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
@@ -217,13 +269,38 @@ PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint
                 }
             }
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
-            for (int r = 0; r < R; r++) {
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + (size_t)b * Q6K_ACT + 256)));
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
+            if (kind == K16_Q2) {
+                /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
+                __m256i mp[8];
+                for (int i = 0; i < 8; i++) {
+                    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i)));
+                    const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i + 16)));
+                    mp[i] = _mm256_or_si256(_mm256_srli_epi32(lo, 4), _mm256_slli_epi32(_mm256_srli_epi32(hi, 4), 16));
+                }
+                const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+                PK_NAME(mins_fold)(R, 8, mp, isum, dx, dmx, ab, as, acc);
+            } else {
+                for (int r = 0; r < R; r++) {
+                    const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(ab + (size_t)r * as + 256)));
+                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
+                }
             }
         }
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
+}
+
+PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                        int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q6, nb, w, act, as, R, y, ldy);
+}
+PK_TARGET INLINE void PK_NAME(q3k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                        int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q3, nb, w, act, as, R, y, ldy);
+}
+PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                        int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q2, nb, w, act, as, R, y, ldy);
 }
 
 
@@ -295,4 +372,6 @@ PK_GEMM(tokd_packed_q8_0_gemm, q8_0_tile, 32)
 PK_GEMM(tokd_packed_q4_K_gemm, q4k_tile, 256)
 PK_GEMM(tokd_packed_q5_K_gemm, q5k_tile, 256)
 PK_GEMM(tokd_packed_q6_K_gemm, q6k_tile, 256)
+PK_GEMM(tokd_packed_q3_K_gemm, q3k_tile, 256)
+PK_GEMM(tokd_packed_q2_K_gemm, q2k_tile, 256)
 #undef PK_GEMM
