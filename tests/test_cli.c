@@ -200,6 +200,60 @@ static void test_bad_options(void) {
     proc_free(&r);
 }
 
+/* argv exits with code, stdout starting with out, and stderr exactly err (any if err is NULL). */
+static void expect_run(char **argv, int code, const char *out, const char *err) {
+    proc_result r;
+    run(argv, &r);
+    bool ok = r.exited && r.code == code && strncmp(r.out.data, out, strlen(out)) == 0 && (*out || !r.out.data[0]) &&
+              (!err || strcmp(r.err.data, err) == 0);
+    CHECK(ok, "tokd %s %s: exit %d, stdout '%s', stderr '%s'", argv[1], argv[2], r.code, r.out.data, r.err.data);
+    proc_free(&r);
+}
+
+/* The option tables (src/cli/cli_opts.h): exact error lines and exit codes for bad values,
+ * missing values, unknown options, the --stop limit and positional arguments; and the
+ * values reaching the command (bench-serve prints its settings even when every request
+ * fails, here against a closed port). */
+static void test_option_parsing(void) {
+    struct { char *argv[16]; int code; const char *out, *err; } cases[] = {
+        {{(char *)tokd, "run", "-p", "x", "-n", "abc", NULL}, 2, "",
+         "tokd run: bad value for -n: 'abc' (expected an integer in [-1, 16777216])\n"},
+        {{(char *)tokd, "run", "-p", "x", "--n-predict", "-2", NULL}, 2, "",
+         "tokd run: bad value for -n: '-2' (expected an integer in [-1, 16777216])\n"},
+        {{(char *)tokd, "run", "-p", "x", "--top-p", "1.5", NULL}, 2, "",
+         "tokd run: bad value for --top-p: '1.5' (expected a number in [0, 1])\n"},
+        {{(char *)tokd, "run", "-p", "x", "-s", "-5", NULL}, 2, "", "tokd run: bad value for --seed: '-5'\n"},
+        {{(char *)tokd, "run", "-p", "x", "--seed", NULL}, 2, "", "tokd: option --seed needs a value\n"},
+        {{(char *)tokd, "run", "-p", "x", "--threads", NULL}, 2, "", "tokd: option --threads needs a value\n"},
+        {{(char *)tokd, "run", "-p", "x", "--no-bos", "--bogus", NULL}, 2, "", "tokd run: unknown option '--bogus'\n"},
+        {{(char *)tokd, "chat", "--temp", "101", NULL}, 2, "", "tokd chat: bad value for --temp: '101' (expected a number in [0, 100])\n"},
+        {{(char *)tokd, "chat", "-s", "2147483648", NULL}, 2, "",
+         "tokd chat: bad value for --seed: '2147483648' (expected an integer in [0, 2147483647])\n"},
+        {{(char *)tokd, "serve", "-m", "/nonexistent.gguf", "-c", "5", NULL}, 2, "",
+         "tokd serve: bad value for --ctx: '5' (expected an integer in [16, 1048576])\n"},
+        {{(char *)tokd, "serve", "-t", "-1", NULL}, 2, "", "tokd serve: bad value for -t: '-1' (expected an integer in [0, 1024])\n"},
+        {{(char *)tokd, "bench-serve", "--concurrency", "0", NULL}, 2, "",
+         "tokd bench-serve: bad value for -c: '0' (expected an integer in [1, 4096])\n"},
+        {{(char *)tokd, "bench", "--json", "--no-machine", NULL}, 2, "", "tokd bench: need -m MODEL\n"},
+        {{(char *)tokd, "synth", "--seed", "-1", NULL}, 2, "",
+         "tokd synth: bad value for --seed: '-1' (expected an integer in [0, 9223372036854775807])\n"},
+        {{(char *)tokd, "quantize", "-q", "a", "b", "c", "d", NULL}, 2, "", "tokd quantize: too many arguments ('d')\n"},
+        {{(char *)tokd, "quantize", "a", "--bogus", NULL}, 2, "", "tokd quantize: unknown option '--bogus'\n"},
+        {{(char *)tokd, "render", "x", NULL}, 2, "",
+         "tokd render: unknown argument 'x' (usage: tokd render --template FILE.jinja < context.json)\n"},
+        {{(char *)tokd, "tokenize", "--help", "--bogus", NULL}, 0, "usage: tokd tokenize -m MODEL [--no-bos] [--special]   (text on stdin)\n", NULL},
+        {{(char *)tokd, "bench-serve", "--port", "1", "-c", "1", "-n", "1", "--max-tokens", "3", "--prompt-words", "4", NULL}, 1,
+         "bench-serve: 1 clients, 1 requests (1 failed), prompt 0+4 words, 3 output tokens, temp 0\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_run(cases[i].argv, cases[i].code, cases[i].out, cases[i].err);
+    char *stops[40] = {(char *)tokd, "run", "-p", "x"};
+    for (int k = 0; k < 17; k++) {
+        stops[4 + 2 * k] = "--stop";
+        stops[5 + 2 * k] = "s";
+    }
+    expect_run(stops, 2, "", "tokd run: at most 16 stop strings\n");
+}
+
 /* Every truncation length and 1,000 seeded corruptions of the header, metadata and
  * tensor table of a ~1.6 KB model through `tokd info` and `tokd run`: a clean one-line
  * failure (or, for a corruption that leaves a valid file, a normal run) — never a crash,
@@ -315,6 +369,7 @@ int main(void) {
     test_logits();
     test_info();
     test_bad_options();
+    test_option_parsing();
     test_bad_files();
     T_DONE();
 }

@@ -4,6 +4,8 @@
 #ifndef TOKD_CLI_H
 #define TOKD_CLI_H
 
+#include "cli_opts.h"
+
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
@@ -16,10 +18,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 
-/* Shared helpers for argument parsing (cli_common.c). */
-/* If argv[*i] equals name (or its alias, which may be NULL) and a value follows, store it,
- * advance *i and return 1; if the value is missing, print an error and return -1; else 0. */
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val);
+/* Shared helpers (cli_common.c); the option tables and cli_parse are in cli_opts.h. */
 /* Parse numbers strictly (whole string, in range); print "tokd CMD: bad value for OPT" and
  * return -1 on failure. */
 int cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);

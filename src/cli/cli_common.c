@@ -1,22 +1,11 @@
-/* cli_common.c — strict option and number parsing shared by the subcommands. */
+/* cli_common.c — strict number parsing and the one-line error shared by the subcommands
+ * (cli_opts.c parses option values with these). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
-
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alias, const char **val) {
-    const char *a = argv[*i];
-    if (strcmp(a, name) != 0 && !(alias && strcmp(a, alias) == 0)) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "tokd: option %s needs a value\n", a);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
 
 int cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out) {
     char *end;

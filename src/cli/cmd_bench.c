@@ -5,7 +5,6 @@
  * -p 0 or -n 0 skips that test; --no-machine skips the bandwidth and peak measurements;
  * --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a small one). */
 #include <stdio.h>
-#include <string.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -38,38 +37,20 @@ static void json_stat(const char *key, int n_tokens, const tokd_bench_stat *s) {
 
 int cmd_bench(int argc, char **argv) {
     tokd_bench_params p = {.n_prompt = 512, .n_gen = 128, .reps = 3, .measure_machine = true};
-    const char *v;
-    long x;
-    bool json = false;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            p.model_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-p", "--n-prompt", &v))) {
-            if (r < 0 || cli_int("bench", "-p", v, 0, 65536, &x)) return 2;
-            p.n_prompt = (int)x;
-        } else if ((r = cli_opt(argc, argv, &i, "-n", "--n-gen", &v))) {
-            if (r < 0 || cli_int("bench", "-n", v, 0, 65536, &x)) return 2;
-            p.n_gen = (int)x;
-        } else if ((r = cli_opt(argc, argv, &i, "-r", "--repetitions", &v))) {
-            if (r < 0 || cli_int("bench", "-r", v, 1, TOKD_BENCH_MAX_REPS, &x)) return 2;
-            p.reps = (int)x;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("bench", "-t", v, 1, 1024, &x)) return 2;
-            p.n_threads = (int)x;
-        } else if ((r = cli_opt(argc, argv, &i, "--bw-mib", NULL, &v))) {
-            if (r < 0 || cli_int("bench", "--bw-mib", v, 16, 1 << 16, &x)) return 2;
-            p.bw_mib = (int)x;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--no-machine")) {
-            p.measure_machine = false;
-        } else {
-            fprintf(stderr, "tokd bench: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    bool json = false, no_machine = false;
+    const cli_option opts[] = {
+        CLI_MODEL(&p.model_path),
+        CLI_INT("-p", "--n-prompt", &p.n_prompt, 0, 65536),
+        CLI_INT("-n", "--n-gen", &p.n_gen, 0, 65536),
+        CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS),
+        CLI_THREADS(&p.n_threads),
+        CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16),
+        CLI_FLAG("--json", NULL, &json),
+        CLI_FLAG("--no-machine", NULL, &no_machine),
+        CLI_END,
+    };
+    if (cli_parse("bench", argc, argv, opts)) return 2;
+    if (no_machine) p.measure_machine = false;
     if (!p.model_path) {
         fprintf(stderr, "tokd bench: need -m MODEL\n");
         return 2;

@@ -136,46 +136,20 @@ int cmd_bench_serve(int argc, char **argv) {
     b.n_req = 64;
     b.max_tokens = 64;
     b.prompt_words = 32;
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        long lv;
-        double dv;
-        if ((r = cli_opt(argc, argv, &i, "--host", NULL, &v))) {
-            if (r < 0) return 2;
-            b.host = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--port", NULL, &v))) {
-            if (r < 0 || cli_int("bench-serve", "--port", v, 1, 65535, &lv)) return 2;
-            b.port = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "-c", "--concurrency", &v))) {
-            if (r < 0 || cli_int("bench-serve", "-c", v, 1, 4096, &lv)) return 2;
-            b.conc = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "-n", "--requests", &v))) {
-            if (r < 0 || cli_int("bench-serve", "-n", v, 1, 1 << 20, &lv)) return 2;
-            b.n_req = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--max-tokens", NULL, &v))) {
-            if (r < 0 || cli_int("bench-serve", "--max-tokens", v, 1, 1 << 20, &lv)) return 2;
-            b.max_tokens = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--prompt-words", NULL, &v))) {
-            if (r < 0 || cli_int("bench-serve", "--prompt-words", v, 1, 1 << 20, &lv)) return 2;
-            b.prompt_words = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--shared-prefix-words", NULL, &v))) {
-            if (r < 0 || cli_int("bench-serve", "--shared-prefix-words", v, 0, 1 << 20, &lv)) return 2;
-            b.shared_words = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
-            if (r < 0 || cli_int("bench-serve", "--seed", v, 0, 1 << 30, &lv)) return 2;
-            b.seed = (uint64_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--temp", NULL, &v))) {
-            if (r < 0 || cli_float("bench-serve", "--temp", v, 0, 2, &dv)) return 2;
-            b.temp = dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--api-key", NULL, &v))) {
-            if (r < 0) return 2;
-            b.api_key = v;
-        } else {
-            fprintf(stderr, "tokd bench-serve: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        CLI_STR("--host", NULL, &b.host),
+        CLI_INT("--port", NULL, &b.port, 1, 65535),
+        CLI_INT("-c", "--concurrency", &b.conc, 1, 4096),
+        CLI_INT("-n", "--requests", &b.n_req, 1, 1 << 20),
+        CLI_INT("--max-tokens", NULL, &b.max_tokens, 1, 1 << 20),
+        CLI_INT("--prompt-words", NULL, &b.prompt_words, 1, 1 << 20),
+        CLI_INT("--shared-prefix-words", NULL, &b.shared_words, 0, 1 << 20),
+        CLI_INT("--seed", NULL, &b.seed, 0, 1 << 30),
+        CLI_NUM("--temp", NULL, &b.temp, 0, 2),
+        CLI_STR("--api-key", NULL, &b.api_key),
+        CLI_END,
+    };
+    if (cli_parse("bench-serve", argc, argv, opts)) return 2;
     pthread_mutex_init(&b.mu, NULL);
     b.ttft = tokd_xcalloc((size_t)b.n_req, sizeof(double));
     b.e2e = tokd_xcalloc((size_t)b.n_req, sizeof(double));
@@ -186,7 +160,7 @@ int cmd_bench_serve(int argc, char **argv) {
     for (int i = 0; i < b.conc; i++) pthread_join(th[i], NULL);
     double wall = tokd_now() - t0;
     qsort(b.ttft, (size_t)b.n_ttft, sizeof(double), cmpd);
-    qsort(b.itl, (size_t)b.n_itl, sizeof(double), cmpd);
+    if (b.itl) qsort(b.itl, (size_t)b.n_itl, sizeof(double), cmpd); /* NULL when no request streamed two tokens */
     qsort(b.e2e, (size_t)b.n_e2e, sizeof(double), cmpd);
     printf("bench-serve: %d clients, %d requests (%d failed), prompt %d+%d words, %d output tokens, temp %g\n", b.conc, b.n_req,
            b.n_fail, b.shared_words, b.prompt_words, b.max_tokens, b.temp);

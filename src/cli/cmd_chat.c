@@ -46,39 +46,22 @@ static char *read_line(void) {
 }
 
 int cmd_chat(int argc, char **argv) {
-    const char *model_path = "../shared/models/stories260K.gguf", *system = NULL, *v;
+    const char *model_path = "../shared/models/stories260K.gguf", *system = NULL;
     tokd_gen_params gp;
     tokd_gen_params_default(&gp);
     gp.n_predict = 256;
     long n_threads = 0, ctx_size = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        long lv;
-        double dv;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            model_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--system", NULL, &v))) {
-            if (r < 0) return 2;
-            system = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-n", "--n-predict", &v))) {
-            if (r < 0 || cli_int("chat", "-n", v, 1, 1 << 20, &lv)) return 2;
-            gp.n_predict = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--temp", NULL, &v))) {
-            if (r < 0 || cli_float("chat", "--temp", v, 0, 100, &dv)) return 2;
-            gp.sampling.temperature = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
-            if (r < 0 || cli_int("chat", "--seed", v, 0, 0x7fffffffL, &lv)) return 2;
-            gp.sampling.seed = (uint64_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("chat", "-t", v, 1, 1024, &n_threads)) return 2;
-        } else if ((r = cli_opt(argc, argv, &i, "-c", "--ctx-size", &v))) {
-            if (r < 0 || cli_int("chat", "-c", v, 16, 1 << 24, &ctx_size)) return 2;
-        } else {
-            fprintf(stderr, "tokd chat: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        CLI_MODEL(&model_path),
+        CLI_STR("--system", NULL, &system),
+        CLI_N_PREDICT(&gp.n_predict, 1, 1 << 20),
+        CLI_TEMP(&gp.sampling),
+        CLI_INT("--seed", "-s", &gp.sampling.seed, 0, 0x7fffffffL),
+        CLI_THREADS(&n_threads),
+        CLI_CTX_SIZE(&ctx_size, 16),
+        CLI_END,
+    };
+    if (cli_parse("chat", argc, argv, opts)) return 2;
     tokd_err err;
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {

@@ -4,7 +4,6 @@
  * vocabulary-only files too (tokenizer part only). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli.h"
 #include "kernels/types.h"
@@ -22,17 +21,9 @@ static void print_tokenizer(const tokd_tokenizer *t) {
 static void mib(const char *label, double bytes) { printf("  %-22s %10.2f MiB\n", label, bytes / (1024.0 * 1024.0)); }
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            path = v;
-        } else {
-            fprintf(stderr, "tokd info: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const char *path = NULL;
+    const cli_option opts[] = {CLI_MODEL(&path), CLI_END};
+    if (cli_parse("info", argc, argv, opts)) return 2;
     if (!path) {
         fprintf(stderr, "tokd info: missing -m MODEL\n");
         return 2;

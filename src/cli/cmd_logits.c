@@ -8,26 +8,16 @@
 #include "model.h"
 
 int cmd_logits(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *out_path = NULL, *v;
+    const char *model_path = NULL, *prompt = NULL, *out_path = NULL;
     long n_threads = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            model_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v))) {
-            if (r < 0) return 2;
-            prompt = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0) return 2;
-            out_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("logits", "-t", v, 1, 1024, &n_threads)) return 2;
-        } else {
-            fprintf(stderr, "tokd logits: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        CLI_MODEL(&model_path),
+        CLI_STR("-p", "--prompt", &prompt),
+        CLI_STR("-o", "--output", &out_path),
+        CLI_THREADS(&n_threads),
+        CLI_END,
+    };
+    if (cli_parse("logits", argc, argv, opts)) return 2;
     if (!model_path || !prompt || !out_path) {
         fprintf(stderr, "tokd logits: need -m MODEL -p PROMPT -o FILE\n");
         return 2;

@@ -8,41 +8,46 @@
 #include "cli.h"
 #include "quantize.h"
 
-int cmd_quantize(int argc, char **argv) {
-    const char *pos[3] = {0}, *v;
-    int n_pos = 0;
-    long n_threads = 0;
-    int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("quantize", "-t", v, 1, 1024, &n_threads)) return 2;
-        } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "tokd quantize: unknown option '%s'\n", argv[i]);
-            return 2;
-        } else if (n_pos < 3) {
-            pos[n_pos++] = argv[i];
-        } else {
-            fprintf(stderr, "tokd quantize: too many arguments ('%s')\n", argv[i]);
-            return 2;
-        }
+typedef struct {
+    const char *arg[3];
+    int n;
+} positional;
+
+/* IN.gguf OUT.gguf TYPE: an argument that is not an option. */
+static int add_positional(const char *cmd, const char *opt, const char *a, void *dst) {
+    positional *pos = dst;
+    if (a[0] == '-' && a[1]) {
+        fprintf(stderr, "tokd %s: unknown option '%s'\n", cmd, a);
+        return -1;
     }
-    if (n_pos != 3) {
+    if (pos->n == 3) {
+        fprintf(stderr, "tokd %s: too many arguments ('%s')\n", cmd, a);
+        return -1;
+    }
+    pos->arg[pos->n++] = a;
+    return 0;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    positional p = {0};
+    long n_threads = 0;
+    bool quiet = false;
+    const cli_option opts[] = {CLI_THREADS(&n_threads), CLI_QUIET(&quiet), CLI_REST(add_positional, &p)};
+    if (cli_parse("quantize", argc, argv, opts)) return 2;
+    if (p.n != 3) {
         fprintf(stderr, "tokd quantize: need IN.gguf OUT.gguf TYPE (types: %s)\n", tokd_qtarget_list());
         return 2;
     }
-    if (!tokd_qtarget_find(pos[2])) {
-        fprintf(stderr, "tokd quantize: unknown type '%s' (supported: %s)\n", pos[2], tokd_qtarget_list());
+    if (!tokd_qtarget_find(p.arg[2])) {
+        fprintf(stderr, "tokd quantize: unknown type '%s' (supported: %s)\n", p.arg[2], tokd_qtarget_list());
         return 2;
     }
-    if (!strcmp(pos[0], pos[1])) {
-        fprintf(stderr, "tokd quantize: output '%s' is the input file\n", pos[1]);
+    if (!strcmp(p.arg[0], p.arg[1])) {
+        fprintf(stderr, "tokd quantize: output '%s' is the input file\n", p.arg[1]);
         return 2;
     }
     tokd_err err;
-    if (tokd_quantize_file(pos[0], pos[1], pos[2], (int)n_threads, quiet ? NULL : stderr, &err)) {
+    if (tokd_quantize_file(p.arg[0], p.arg[1], p.arg[2], (int)n_threads, quiet ? NULL : stderr, &err)) {
         fprintf(stderr, "tokd quantize: %s\n", err.msg);
         return 1;
     }

@@ -51,16 +51,15 @@ static char *with_defaults(const char *json, size_t len, size_t *out_len) {
     return o;
 }
 
+static int unknown_argument(const char *cmd, const char *opt, const char *a, void *dst) {
+    fprintf(stderr, "tokd %s: unknown argument '%s' (usage: tokd render --template FILE.jinja < context.json)\n", cmd, a);
+    return -1;
+}
+
 int cmd_render(int argc, char **argv) {
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_opt(argc, argv, &i, "--template", "-t", &path);
-        if (r < 0) return 2;
-        if (r == 0) {
-            fprintf(stderr, "tokd render: unknown argument '%s' (usage: tokd render --template FILE.jinja < context.json)\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {CLI_STR("--template", "-t", &path), CLI_REST(unknown_argument, NULL)};
+    if (cli_parse("render", argc, argv, opts)) return 2;
     if (!path) {
         cli_die_msg("render", "missing --template FILE.jinja");
         return 2;

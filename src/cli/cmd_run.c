@@ -61,8 +61,20 @@ static tokd_grammar *load_grammar(const char *grammar_file, const char *schema_f
     return g;
 }
 
+/* --seed: any unsigned 64-bit decimal (strtoull: an overflow saturates). */
+static int parse_seed(const char *cmd, const char *opt, const char *v, void *dst) {
+    char *end;
+    unsigned long long s = strtoull(v, &end, 10);
+    if (!*v || *end || v[0] == '-') {
+        fprintf(stderr, "tokd %s: bad value for %s: '%s'\n", cmd, opt, v);
+        return -1;
+    }
+    *(uint64_t *)dst = s;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv) {
-    const char *model_path = "../shared/models/stories260K.gguf", *prompt = NULL, *v;
+    const char *model_path = "../shared/models/stories260K.gguf", *prompt = NULL;
     const char *stops[MAX_STOP];
     int n_stop = 0;
     tokd_gen_params gp;
@@ -70,75 +82,22 @@ int cmd_run(int argc, char **argv) {
     long n_threads = 0, ctx_size = 0;
     bool no_bos = false;
     const char *grammar_file = NULL, *schema_file = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        long lv;
-        double dv;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            model_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v))) {
-            if (r < 0) return 2;
-            prompt = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-n", "--n-predict", &v))) {
-            if (r < 0 || cli_int("run", "-n", v, -1, 1 << 24, &lv)) return 2;
-            gp.n_predict = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--temp", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--temp", v, 0, 100, &dv)) return 2;
-            gp.sampling.temperature = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--top-k", NULL, &v))) {
-            if (r < 0 || cli_int("run", "--top-k", v, 0, 1 << 24, &lv)) return 2;
-            gp.sampling.top_k = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--top-p", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--top-p", v, 0, 1, &dv)) return 2;
-            gp.sampling.top_p = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--min-p", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--min-p", v, 0, 1, &dv)) return 2;
-            gp.sampling.min_p = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--repeat-penalty", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--repeat-penalty", v, 0.01, 100, &dv)) return 2;
-            gp.sampling.repeat_penalty = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--presence-penalty", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--presence-penalty", v, -2, 2, &dv)) return 2;
-            gp.sampling.presence_penalty = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--frequency-penalty", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--frequency-penalty", v, -2, 2, &dv)) return 2;
-            gp.sampling.frequency_penalty = (float)dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
-            char *end;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (r < 0 || !*v || *end || v[0] == '-') {
-                fprintf(stderr, "tokd run: bad value for --seed: '%s'\n", v);
-                return 2;
-            }
-            gp.sampling.seed = s;
-        } else if ((r = cli_opt(argc, argv, &i, "--stop", NULL, &v))) {
-            if (r < 0) return 2;
-            if (n_stop == MAX_STOP) {
-                fprintf(stderr, "tokd run: at most %d stop strings\n", MAX_STOP);
-                return 2;
-            }
-            stops[n_stop++] = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("run", "-t", v, 1, 1024, &n_threads)) return 2;
-        } else if ((r = cli_opt(argc, argv, &i, "-c", "--ctx-size", &v))) {
-            if (r < 0 || cli_int("run", "-c", v, 1, 1 << 24, &ctx_size)) return 2;
-        } else if ((r = cli_opt(argc, argv, &i, "--time-limit", NULL, &v))) {
-            if (r < 0 || cli_float("run", "--time-limit", v, 0, 1e9, &dv)) return 2;
-            gp.time_limit_s = dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--grammar-file", NULL, &v))) {
-            if (r < 0) return 2;
-            grammar_file = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--json-schema", NULL, &v))) {
-            if (r < 0) return 2;
-            schema_file = v;
-        } else if (!strcmp(argv[i], "--no-bos")) {
-            no_bos = true;
-        } else {
-            fprintf(stderr, "tokd run: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        CLI_MODEL(&model_path),
+        CLI_STR("-p", "--prompt", &prompt),
+        CLI_N_PREDICT(&gp.n_predict, -1, 1 << 24),
+        CLI_SAMPLING(&gp.sampling),
+        CLI_CALL("--seed", "-s", parse_seed, &gp.sampling.seed),
+        CLI_LIST("--stop", NULL, stops, MAX_STOP, &n_stop, "stop strings"),
+        CLI_THREADS(&n_threads),
+        CLI_CTX_SIZE(&ctx_size, 1),
+        CLI_NUM("--time-limit", NULL, &gp.time_limit_s, 0, 1e9),
+        CLI_STR("--grammar-file", NULL, &grammar_file),
+        CLI_STR("--json-schema", NULL, &schema_file),
+        CLI_FLAG("--no-bos", NULL, &no_bos),
+        CLI_END,
+    };
+    if (cli_parse("run", argc, argv, opts)) return 2;
     if (!prompt) {
         fprintf(stderr, "tokd run: missing -p PROMPT\n");
         return 2;

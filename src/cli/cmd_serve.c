@@ -24,76 +24,34 @@ static const char *basename_noext(const char *path, char *buf, size_t cap) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model_path = NULL, *v, *alias = NULL, *template_path = NULL;
+    const char *model_path = NULL, *alias = NULL, *template_path = NULL;
     tokd_server_params sp;
     tokd_server_params_default(&sp);
     tokd_engine_params ep;
     tokd_engine_params_default(&ep);
-    for (int i = 1; i < argc; i++) {
-        int r;
-        long lv;
-        double dv;
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
-            if (r < 0) return 2;
-            model_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--host", NULL, &v))) {
-            if (r < 0) return 2;
-            sp.host = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--port", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--port", v, 0, 65535, &lv)) return 2;
-            sp.port = (int)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--api-key", NULL, &v))) {
-            if (r < 0) return 2;
-            sp.api_key = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--alias", NULL, &v))) {
-            if (r < 0) return 2;
-            alias = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--max-seqs", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--max-seqs", v, 1, 4096, &lv)) return 2;
-            ep.max_seqs = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--kv-mem", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--kv-mem", v, 1, 1 << 20, &lv)) return 2;
-            ep.kv_mem_mib = lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--kv-blocks", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--kv-blocks", v, 1, 1 << 24, &lv)) return 2;
-            ep.n_blocks = lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--ctx", "-c", &v))) {
-            if (r < 0 || cli_int("serve", "--ctx", v, 16, 1 << 20, &lv)) return 2;
-            ep.n_ctx = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || cli_int("serve", "-t", v, 0, 1024, &lv)) return 2;
-            ep.n_threads = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--step-tokens", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--step-tokens", v, 1, 65536, &lv)) return 2;
-            ep.step_tokens = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--max-queue", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--max-queue", v, 1, 1 << 20, &lv)) return 2;
-            ep.max_waiting = (int32_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--timeout", NULL, &v))) {
-            if (r < 0 || cli_float("serve", "--timeout", v, 1, 86400, &dv)) return 2;
-            sp.timeout_s = dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--shutdown-grace", NULL, &v))) {
-            if (r < 0 || cli_float("serve", "--shutdown-grace", v, 0, 86400, &dv)) return 2;
-            sp.shutdown_grace_s = dv;
-        } else if ((r = cli_opt(argc, argv, &i, "--max-body", NULL, &v))) {
-            if (r < 0 || cli_int("serve", "--max-body", v, 1024, 1L << 30, &lv)) return 2;
-            sp.max_body = (size_t)lv;
-        } else if ((r = cli_opt(argc, argv, &i, "--chat-template-file", NULL, &v))) {
-            if (r < 0) return 2;
-            template_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--tool-format", NULL, &v))) {
-            if (r < 0) return 2;
-            sp.tool_format = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--reasoning-format", NULL, &v))) {
-            if (r < 0) return 2;
-            sp.reasoning_format = v;
-        } else if (!strcmp(argv[i], "--no-prefix-cache")) {
-            ep.no_prefix_cache = true;
-        } else {
-            fprintf(stderr, "tokd serve: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    const cli_option opts[] = {
+        CLI_MODEL(&model_path),
+        CLI_STR("--host", NULL, &sp.host),
+        CLI_INT("--port", NULL, &sp.port, 0, 65535),
+        CLI_STR("--api-key", NULL, &sp.api_key),
+        CLI_STR("--alias", NULL, &alias),
+        CLI_INT("--max-seqs", NULL, &ep.max_seqs, 1, 4096),
+        CLI_INT("--kv-mem", NULL, &ep.kv_mem_mib, 1, 1 << 20),
+        CLI_INT("--kv-blocks", NULL, &ep.n_blocks, 1, 1 << 24),
+        CLI_INT("--ctx", "-c", &ep.n_ctx, 16, 1 << 20),
+        CLI_INT("-t", "--threads", &ep.n_threads, 0, 1024), /* 0: physical cores */
+        CLI_INT("--step-tokens", NULL, &ep.step_tokens, 1, 65536),
+        CLI_INT("--max-queue", NULL, &ep.max_waiting, 1, 1 << 20),
+        CLI_NUM("--timeout", NULL, &sp.timeout_s, 1, 86400),
+        CLI_NUM("--shutdown-grace", NULL, &sp.shutdown_grace_s, 0, 86400),
+        CLI_INT("--max-body", NULL, &sp.max_body, 1024, 1L << 30),
+        CLI_STR("--chat-template-file", NULL, &template_path),
+        CLI_STR("--tool-format", NULL, &sp.tool_format),
+        CLI_STR("--reasoning-format", NULL, &sp.reasoning_format),
+        CLI_FLAG("--no-prefix-cache", NULL, &ep.no_prefix_cache),
+        CLI_END,
+    };
+    if (cli_parse("serve", argc, argv, opts)) return 2;
     if (!model_path) {
         cli_die_msg("serve", "-m MODEL is required");
         return 2;

@@ -14,22 +14,25 @@
 
 static const char *usage_line = "usage: tokd tokenize -m MODEL [--no-bos] [--special]   (text on stdin)";
 
+static int unknown_option(const char *cmd, const char *opt, const char *a, void *dst) {
+    fprintf(stderr, "tokd %s: unknown option '%s' (%s)\n", cmd, a, usage_line);
+    return -1;
+}
+
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL;
-    bool no_bos = false, special = false;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_opt(argc, argv, &i, "-m", "--model", &model);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(argv[i], "--no-bos")) no_bos = true;
-        else if (!strcmp(argv[i], "--special")) special = true;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            puts(usage_line);
-            return 0;
-        } else {
-            fprintf(stderr, "tokd tokenize: unknown option '%s' (%s)\n", argv[i], usage_line);
-            return 2;
-        }
+    bool no_bos = false, special = false, help = false;
+    const cli_option opts[] = {
+        CLI_MODEL(&model),
+        CLI_FLAG("--no-bos", NULL, &no_bos),
+        CLI_FLAG("--special", NULL, &special),
+        CLI_STOP("-h", "--help", &help),
+        CLI_REST(unknown_option, NULL),
+    };
+    if (cli_parse("tokenize", argc, argv, opts)) return 2;
+    if (help) {
+        puts(usage_line);
+        return 0;
     }
     if (!model) {
         fprintf(stderr, "tokd tokenize: missing -m MODEL (%s)\n", usage_line);
