@@ -29,8 +29,9 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
     /* K-quants: K in super-blocks of 256 */
     const int kquant = type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
                        type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
-    /* 4096, 4128: Q4_0 groups over 32 KB, so decode takes the two-group pass (packed_avx512.c),
-       with an even and an odd block count (aligned block pairs, and groups off the line) */
+    /* 4096, 4128: an even and an odd block count (decode's aligned block pairs, and groups
+       that start off the line); 4096 also spans several 4 KB pages per group, which
+       decode primes ahead (packed.h) */
     const int64_t Ks[] = {32, 96, 256, 2080, 4096, 4128}, Ks6[] = {256, 512, 768, 2304, 4096, 4352};
     const int64_t NA = 33;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {

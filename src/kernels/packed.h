@@ -71,6 +71,29 @@ static inline float tokd_pk_ld_f32(const uint8_t *p) {
     return v;
 }
 
+/* Decode's page priming. Decode streams each weight byte once at a few instructions per
+ * byte, and the hardware prefetcher alone held the Q4_0 kernels to ~80 % of the
+ * machine's read rate: it does not cross 4 KB pages, so every page began with demand
+ * misses. A kernel calls this once per step of `step` bytes (< 4 KB) of its stream at
+ * p: when the window PRIME_DIST bytes ahead enters a new page, that page's first lines
+ * are touched, which starts the prefetcher there before the loads arrive. Measured on
+ * the TinyLlama matrices (BENCHMARKS.md, seventh session): Q4_0 decode products 78 ->
+ * 95 % of the read probe; prefetching every line ahead instead (what prefill does) was
+ * slower than nothing for Q4_0 decode, so the two are kept apart. */
+#ifndef TOKD_PK_PRIME_DIST
+#define TOKD_PK_PRIME_DIST 4096
+#endif
+#ifndef TOKD_PK_PRIME_LINES
+#define TOKD_PK_PRIME_LINES 2
+#endif
+static inline __attribute__((always_inline)) void tokd_pk_page_prime(const void *p, size_t step) {
+    const uintptr_t a = (uintptr_t)p + TOKD_PK_PRIME_DIST, b = a + step;
+    if ((a ^ b) >> 12) {
+        const char *page = (const char *)(b & ~(uintptr_t)4095);
+        for (int l = 0; l < TOKD_PK_PRIME_LINES; l++) __builtin_prefetch(page + 64 * l, 0, 3);
+    }
+}
+
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
  * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */
 typedef void (*tokd_packed_gemm_fn)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

@@ -17,11 +17,11 @@
 #define MAX_R 8
 /* Software prefetch distance in bytes of the group's stream. Medians of interleaved
  * runs, 2048-row matrices from DRAM, one thread: 16 activation rows 150-183 G MAC/s
- * without it, 248-265 at 2048, 269-283 at 4096..8192; decode (one row) is no worse. */
+ * without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the 32-weight types
+ * primes pages instead (packed.h). */
 #ifndef PF_DIST
 #define PF_DIST 6144
 #endif
-
 
 /* acc + vpdpbusd(w, the four activation bytes at p broadcast to every lane), the
  * broadcast folded into the instruction ({1to16}). GCC 12 emits a separate vpbroadcastd
@@ -86,7 +86,7 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++, w += block_bytes) {
-        if (PF_DIST && R > 1) { /* decode streams better without (see packed_gemm) */
+        if (PF_DIST && R > 1) { /* decode (decode_group) primes pages instead */
 #pragma GCC unroll 9
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
         }
@@ -171,7 +171,7 @@ TGT INLINE __m512 decode_block_pair(int kind, const uint8_t *w, const uint8_t *a
     for (int g = 0; g < nv; g++) raw[g] = _mm512_alignr_epi64(line[g + 1], line[g], 4);
     acc = decode_block(kind, raw, _mm512_castsi512_si256(line[0]), a, b, nb, acc);
 #pragma GCC unroll 8
-    for (int g = 0; g < nv; g++) raw[g] = _mm512_load_si512((const void *)(w + 64 * (nv + 1 + g)));
+    for (int g = 0; g < nv; g++) raw[g] = load_once(w + 64 * (nv + 1 + g));
     return decode_block(kind, raw, _mm512_extracti64x4_epi64(line[nv], 1), a, b + 1, nb, acc);
 }
 
@@ -184,50 +184,19 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
         for (; b < nb; b++, w += bb) acc = decode_block_at(kind, w, a, b, nb, acc);
     }
     if (b < nb && ((uintptr_t)w & 63)) acc = decode_block_at(kind, w, a, b++, nb, acc), w += bb;
-    for (; b + 2 <= nb; b += 2, w += 2 * bb) acc = decode_block_pair(kind, w, a, b, nb, acc);
+    for (; b + 2 <= nb; b += 2, w += 2 * bb) {
+        tokd_pk_page_prime(w, 2 * bb);
+        acc = decode_block_pair(kind, w, a, b, nb, acc);
+    }
     if (b < nb) acc = decode_block_at(kind, w, a, b, nb, acc);
     _mm512_storeu_ps(y, acc);
 }
 
-/* Two groups side by side as two streams, each prefetched PF_DIST ahead (see
- * packed_gemm for when decode takes this path). */
-TGT INLINE void decode_group_two(int kind, int64_t nb, const uint8_t *wa, const uint8_t *wb, const uint8_t *a, float *ya,
-                                 float *yb) {
-    const size_t bb = PK_BLOCK_BYTES(kind);
-    if (((uintptr_t)wa | (uintptr_t)wb) & 31) {
-        decode_group(kind, nb, wa, a, ya);
-        decode_group(kind, nb, wb, a, yb);
-        return;
-    }
-    __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
-    int64_t ia = 0, ib = 0;
-    if (nb && ((uintptr_t)wa & 63)) acc_a = decode_block_at(kind, wa, a, ia++, nb, acc_a), wa += bb;
-    if (nb && ((uintptr_t)wb & 63)) acc_b = decode_block_at(kind, wb, a, ib++, nb, acc_b), wb += bb;
-    for (; ia + 2 <= nb && ib + 2 <= nb; ia += 2, ib += 2, wa += 2 * bb, wb += 2 * bb) {
-#pragma GCC unroll 17
-        for (size_t l = 0; l < 2 * bb; l += 64) { /* the pair's 9, 11 or 17 lines */
-            _mm_prefetch((const char *)wa + PF_DIST + l, _MM_HINT_T0);
-            _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
-        }
-        acc_a = decode_block_pair(kind, wa, a, ia, nb, acc_a);
-        acc_b = decode_block_pair(kind, wb, a, ib, nb, acc_b);
-    }
-    for (; ia + 2 <= nb; ia += 2, wa += 2 * bb) acc_a = decode_block_pair(kind, wa, a, ia, nb, acc_a);
-    if (ia < nb) acc_a = decode_block_at(kind, wa, a, ia, nb, acc_a);
-    for (; ib + 2 <= nb; ib += 2, wb += 2 * bb) acc_b = decode_block_pair(kind, wb, a, ib, nb, acc_b);
-    if (ib < nb) acc_b = decode_block_at(kind, wb, a, ib, nb, acc_b);
-    _mm512_storeu_ps(ya, acc_a);
-    _mm512_storeu_ps(yb, acc_b);
-}
-
-/* Decode walks short groups one at a time as one stream, without software prefetch,
- * and longer ones two at a time with it. Measured in-process on the TinyLlama matrices
- * (one thread, GB/s, alternating layouts): Q4_0 K=2048 (18 KB groups) 27-30 one at a
- * time vs 23-26 in pairs; Q4_0 K=5632 (50 KB) 22-23 vs 25-28; Q8_0 K=2048 (35 KB)
- * 25-26 vs 27-28. Prefetching the single stream lowered it to 23-26. */
-#ifndef SINGLE_MAX_GROUP_BYTES
-#define SINGLE_MAX_GROUP_BYTES (32 << 10)
-#endif
+/* Decode walks each group as one stream and primes the pages ahead (packed.h); the
+ * K-quant tiles below prefetch every line ahead for decode too, which measured better
+ * for them (their super-blocks are 1.8-3.3 KB). Q4_0 groups once went two at a time as
+ * two prefetched streams when longer than 32 KB: with priming, one stream was 20 %
+ * faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md, seventh session). */
 
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
@@ -241,12 +210,7 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
     const size_t block_bytes = PK_BLOCK_BYTES(kind);
     const uint8_t *wb = w;
     if (na == 1) {
-        int64_t G = 0;
-        if (group_bytes > SINGLE_MAX_GROUP_BYTES)
-            for (; G + 2 <= n_groups; G += 2)
-                decode_group_two(kind, nb, wb + (size_t)G * group_bytes, wb + (size_t)(G + 1) * group_bytes, act,
-                                 y + 16 * G, y + 16 * (G + 1));
-        for (; G < n_groups; G++) decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
+        for (int64_t G = 0; G < n_groups; G++) decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
         return;
     }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
