@@ -75,8 +75,9 @@ static inline float tokd_pk_ld_f32(const uint8_t *p) {
  * byte, and the hardware prefetcher alone held the Q4_0 kernels to ~80 % of the
  * machine's read rate: it does not cross 4 KB pages, so every page began with demand
  * misses. A kernel calls this once per step of `step` bytes (< 4 KB) of its stream at
- * p: when the window PRIME_DIST bytes ahead enters a new page, that page's first lines
- * are touched, which starts the prefetcher there before the loads arrive. Measured on
+ * p: when the window TOKD_PK_PRIME_DIST bytes ahead enters a new page, that page's first
+ * lines are prefetched, which starts the hardware prefetcher there before the loads
+ * arrive (a prefetch never faults, so priming past a matrix's end is harmless). Measured on
  * the TinyLlama matrices (BENCHMARKS.md, seventh session): Q4_0 decode products 78 ->
  * 95 % of the read probe; prefetching every line ahead instead (what prefill does) was
  * slower than nothing for Q4_0 decode, so the two are kept apart. */
