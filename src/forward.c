@@ -154,15 +154,6 @@ void tokd_seq_truncate(tokd_ctx *c, int32_t seq, int32_t new_len) {
 
 /* ---- building blocks ------------------------------------------------------------- */
 
-/* y = x / rms(x) * w, the sum of squares accumulated in double in index order. */
-static void rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps) {
-    double sum = 0.0;
-    for (int32_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
-    float mean = (float)(sum / n);
-    float scale = 1.0f / sqrtf(mean + eps);
-    for (int32_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
-}
-
 /* cos/sin table for one position: n_rot/2 pairs, theta advanced by repeated
  * multiplication as the reference implementation does. */
 static void rope_table(float *cs, int32_t pos, const tokd_hparams *hp) {
@@ -278,7 +269,7 @@ static void ew_range(ew_job *j, int64_t i0, int64_t i1) {
         add_n(j->a + i0, j->b + i0, i1 - i0);
         break;
     default:
-        for (int64_t r = i0; r < i1; r++) rmsnorm(j->a + r * j->E, j->b + r * j->E, j->w, j->E, j->eps);
+        for (int64_t r = i0; r < i1; r++) tokd_rmsnorm(j->a + r * j->E, j->b + r * j->E, j->w, j->E, j->eps);
         break;
     }
 }
@@ -398,7 +389,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     /* final norm and logits only for the rows asked for, gathered contiguously */
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++)
-        if (e[i].logits) rmsnorm(c->xb + (size_t)n_out++ * E, c->x + (size_t)i * E, m->output_norm, E, hp->norm_eps);
+        if (e[i].logits) tokd_rmsnorm(c->xb + (size_t)n_out++ * E, c->x + (size_t)i * E, m->output_norm, E, hp->norm_eps);
     if (n_out > 0) tokd_matmul(pool, &m->output, c->xb, E, n_out, logits, hp->n_vocab, c->act);
     return 0;
 }

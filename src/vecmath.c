@@ -91,6 +91,97 @@ TOKD_VECMATH_TGT256 static void swiglu_256(float *g, const float *u, int64_t n) 
     for (; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
 }
 
+/* ---- RMSNorm ---- */
+
+static float rms_scale(double sum, int32_t n, float eps) {
+    float mean = (float)(sum / n);
+    return 1.0f / sqrtf(mean + eps);
+}
+
+void tokd_rmsnorm_ref(float *y, const float *x, const float *w, int32_t n, float eps) {
+    double acc[32] = {0};
+    for (int32_t i = 0; i < n; i++) acc[i % 32] += (double)(x[i] * x[i]);
+    double b[8], c[4], d[2];
+    for (int l = 0; l < 8; l++) b[l] = (acc[l] + acc[l + 8]) + (acc[l + 16] + acc[l + 24]);
+    for (int l = 0; l < 4; l++) c[l] = b[l] + b[l + 4];
+    for (int l = 0; l < 2; l++) d[l] = c[l] + c[l + 2];
+    float s = rms_scale(d[0] + d[1], n, eps);
+    for (int32_t i = 0; i < n; i++) y[i] = (x[i] * s) * w[i];
+}
+
+/* s0..s3 hold lanes 0-7, 8-15, 16-23, 24-31; the tail is loaded masked (zeros add
+ * nothing: every partial sum is +0 or positive). */
+TOKD_VECMATH_TGT static void rmsnorm_512(float *y, const float *x, const float *w, int32_t n, float eps) {
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+    for (int32_t i = 0; i < n; i += 32) {
+        int32_t left = n - i;
+        __mmask16 ma = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+        __mmask16 mb = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+        __m512 a = _mm512_maskz_loadu_ps(ma, x + i), b = _mm512_maskz_loadu_ps(mb, x + i + 16);
+        a = _mm512_mul_ps(a, a);
+        b = _mm512_mul_ps(b, b);
+        s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+        s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+        s2 = _mm512_add_pd(s2, _mm512_cvtps_pd(_mm512_castps512_ps256(b)));
+        s3 = _mm512_add_pd(s3, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))));
+    }
+    __m512d t = _mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3));
+    __m256d u = _mm256_add_pd(_mm512_castpd512_pd256(t), _mm512_extractf64x4_pd(t, 1));
+    __m128d v = _mm_add_pd(_mm256_castpd256_pd128(u), _mm256_extractf128_pd(u, 1));
+    const __m512 vs = _mm512_set1_ps(rms_scale(_mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v))), n, eps));
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), _mm512_loadu_ps(w + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs), _mm512_maskz_loadu_ps(m, w + i)));
+    }
+}
+
+/* s[j] holds lanes 4j..4j+3; the fold (l + l+8) + (l+16 + l+24) for lanes 0-3 is
+ * (s0 + s2) + (s4 + s6), for lanes 4-7 (s1 + s3) + (s5 + s7). */
+TOKD_VECMATH_TGT256 static void rmsnorm_256(float *y, const float *x, const float *w, int32_t n, float eps) {
+    __m256d s[8];
+    for (int j = 0; j < 8; j++) s[j] = _mm256_setzero_pd();
+    int32_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; j++) {
+            __m256 a = _mm256_loadu_ps(x + i + 8 * j);
+            a = _mm256_mul_ps(a, a);
+            s[2 * j] = _mm256_add_pd(s[2 * j], _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+            s[2 * j + 1] = _mm256_add_pd(s[2 * j + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+        }
+    double acc[32];
+    for (int j = 0; j < 8; j++) _mm256_storeu_pd(acc + 4 * j, s[j]);
+    for (; i < n; i++) acc[i % 32] += (double)(x[i] * x[i]);
+    for (int j = 0; j < 8; j++) s[j] = _mm256_loadu_pd(acc + 4 * j);
+    __m256d b0 = _mm256_add_pd(_mm256_add_pd(s[0], s[2]), _mm256_add_pd(s[4], s[6]));
+    __m256d b1 = _mm256_add_pd(_mm256_add_pd(s[1], s[3]), _mm256_add_pd(s[5], s[7]));
+    __m256d c = _mm256_add_pd(b0, b1);
+    __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c), _mm256_extractf128_pd(c, 1));
+    const __m256 vs = _mm256_set1_ps(rms_scale(_mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d))), n, eps));
+    const float sc = _mm256_cvtss_f32(vs);
+    i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) y[i] = (x[i] * sc) * w[i];
+}
+
+void tokd_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps) {
+    if (tokd_use_f32_avx512()) {
+        rmsnorm_512(y, x, w, n, eps);
+        return;
+    }
+    if (tokd_use_f32_avx2()) {
+        rmsnorm_256(y, x, w, n, eps);
+        return;
+    }
+    tokd_rmsnorm_ref(y, x, w, n, eps);
+}
+
+int tokd_rmsnorm_avx2(float *y, const float *x, const float *w, int32_t n, float eps) {
+    if (!tokd_cpu_avx2()) return -1;
+    rmsnorm_256(y, x, w, n, eps);
+    return 0;
+}
 
 void tokd_exp_neg_n(const float *x, float *y, int64_t n) {
     if (tokd_use_f32_avx512()) {

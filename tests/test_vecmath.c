@@ -1,7 +1,8 @@
 /* test_vecmath.c — vecmath.c: tokd_exp_neg within 2 ulp of exp over [-104, 0] and exact
  * at its edges; silu within 4 ulp of the double-precision value; the selected loops and
  * the AVX2 loops (on any CPU with AVX2, FMA and F16C) give the scalar statements' bits
- * for every input tried, NaN, infinities, zeros, huge and tiny values included. */
+ * for every input tried, NaN, infinities, zeros, huge and tiny values included; RMSNorm
+ * likewise, at every tail length. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -156,10 +157,62 @@ out:
     free(g);
 }
 
+/* RMSNorm: the selected path and the AVX2 loop give the scalar statement's bits at
+ * every length 1..100 and around the model widths (tails of every size), write nothing
+ * past n, and the statement is within 4 ulp of the norm computed in double. */
+static void check_rmsnorm(void) {
+    enum { N = 8200 };
+    float *x = tokd_xmalloc(sizeof(float) * N), *w = tokd_xmalloc(sizeof(float) * N);
+    float *want = tokd_xmalloc(sizeof(float) * (N + 16)), *got = tokd_xmalloc(sizeof(float) * (N + 16));
+    uint32_t r = 12345;
+    for (int i = 0; i < N; i++) {
+        r = r * 1664525u + 1013904223u;
+        float m = (float)((r >> 8) & 0xFFFF) / 32768.0f - 1.0f;
+        x[i] = m * ((i % 97 == 0) ? 300.0f : (i % 13 == 0) ? 1e-3f : 1.5f); /* a wide dynamic range */
+        w[i] = 0.25f + (float)(i % 37) / 20.0f;
+    }
+    const bool avx2 = tokd_cpu()->avx2 && tokd_cpu()->fma && tokd_cpu()->f16c;
+    int bad_sel = 0, bad_avx2 = 0, bad_tail = 0, rc = 0;
+    double worst = 0.0;
+    const float sentinel = bits_f(0xA5A5A5A5u);
+    for (int n = 1; n <= N; n = n < 100 ? n + 1 : n < 2040 ? 2040 : n < 2056 ? n + 1 : n < 5624 ? 5624 : n < 5640 ? n + 1 : n + 1279) {
+        tokd_rmsnorm_ref(want, x, w, n, 1e-5f);
+        double ss = 0.0;
+        for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+        double sc = 1.0 / sqrt(ss / n + 1e-5);
+        for (int i = 0; i < n; i++) {
+            double exact = (double)x[i] * sc * w[i];
+            if (fabs(exact) < 1e-30) continue;
+            double err = fabs(want[i] - exact) / ldexp(1.0, ilogb(exact) - 23);
+            if (err > worst) worst = err;
+        }
+        for (int path = 0; path < 2; path++) {
+            if (path == 1 && !avx2) continue;
+            for (int i = 0; i < n + 16; i++) got[i] = sentinel;
+            if (path == 0) tokd_rmsnorm(got, x, w, n, 1e-5f);
+            else rc |= tokd_rmsnorm_avx2(got, x, w, n, 1e-5f);
+            int d = memcmp(want, got, sizeof(float) * (size_t)n) != 0;
+            bad_sel += path == 0 && d;
+            bad_avx2 += path == 1 && d;
+            for (int i = n; i < n + 16; i++) bad_tail += memcmp(&got[i], &sentinel, 4) != 0;
+        }
+    }
+    CHECK(worst <= 4.0, "RMSNorm statement %.2f ulp from the norm in double", worst);
+    CHECK(bad_sel == 0, "%d lengths where the %s RMSNorm differs from the scalar statement", bad_sel, tokd_kernels_path());
+    CHECK(bad_avx2 == 0 && rc == 0, "%d lengths where the AVX2 RMSNorm differs from the scalar statement", bad_avx2);
+    CHECK(avx2 || tokd_rmsnorm_avx2(got, x, w, 8, 1e-5f) == -1, "the AVX2 RMSNorm refuses a CPU without AVX2, FMA and F16C");
+    CHECK(bad_tail == 0, "%d values written past the row", bad_tail);
+    free(x);
+    free(w);
+    free(want);
+    free(got);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_exp();
     check_silu();
     check_avx2();
+    check_rmsnorm();
     T_DONE();
 }
