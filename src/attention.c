@@ -38,7 +38,7 @@ static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(
 
 void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                         const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
-    const int32_t bs = kv->block_size, kvd = kv->kv_dim;
+    const int32_t bs = kv->block_size;
     const float scale = 1.0f / sqrtf((float)hd);
     float qh[MAX_HD];
     for (int32_t g = 0; g < group; g++) {
@@ -46,10 +46,10 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         for (int32_t i = 0; i < hd; i++) qh[i] = f16_round(q[(size_t)g * hd + i]);
         float m = -INFINITY;
         for (int32_t t = 0; t < n_keys; t++) {
-            const float *k = tokd_kv_k_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * hd;
+            const uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
             float lane[32] = {0};
             for (int32_t i = 0; i < hd; i++) {
-                float prod = k[i] * qh[i];
+                float prod = tokd_f16_to_f32(k[i]) * qh[i];
                 lane[i % 32] = lane[i % 32] + prod;
             }
             float sc = tokd_reduce32(lane) * scale;
@@ -67,11 +67,11 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         float *o = out + (size_t)g * hd;
         for (int32_t i = 0; i < hd; i++) o[i] = 0.0f;
         for (int32_t t = 0; t < n_keys; t++) {
-            const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * hd;
+            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
             float prob = s[t] * inv;
             prob = f16_round(prob);
             for (int32_t i = 0; i < hd; i++) {
-                float prod = prob * v[i];
+                float prod = prob * tokd_f16_to_f32(v[i]);
                 o[i] = o[i] + prod;
             }
         }
@@ -82,6 +82,9 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
 
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 #define INLINE static inline __attribute__((always_inline))
+
+/* 16 F16 values of the cache as floats (exact). */
+TGT INLINE __m512 load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
 /* Fold two vectors of per-lane partial sums: the result's 128-bit chunk j holds, for the
  * four keys it carries, lane l + lane l+W of each (W = 8, then 4 within chunks). */
@@ -115,17 +118,17 @@ TGT static void key_slot_init(void) {
     for (int l = 0; l < 16; l++) key_slot[(int)(lane[l] / 16.0f)] = l;
 }
 
-/* The 16 dot products of qh (NV vectors) with the key rows k, k + kvd, ..., in key
+/* The 16 dot products of qh (NV vectors) with the F16 key rows k, k + HD, ..., in key
  * order: each is the F32 row tree of types.h. */
 #define DOT16(NV)                                                                                      \
-    TGT INLINE __m512 dot16_##NV(const float *k, size_t kvd, const __m512 *qv, __m512i order) {       \
+    TGT INLINE __m512 dot16_##NV(const uint16_t *k, const __m512 *qv, __m512i order) {                \
         __m512 r16[16];                                                                                \
         for (int j = 0; j < 16; j++) {                                                                 \
-            const float *kr = k + (size_t)j * kvd;                                                     \
+            const uint16_t *kr = k + (size_t)j * 16 * NV;                                              \
             __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
             for (int c = 0; c < NV; c += 2) {                                                          \
-                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a0);            \
-                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c + 16), qv[c + 1], a1);   \
+                a0 = _mm512_fmadd_ps(load_h16(kr + 16 * c), qv[c], a0);                                \
+                a1 = _mm512_fmadd_ps(load_h16(kr + 16 * c + 16), qv[c + 1], a1);                       \
             }                                                                                          \
             r16[j] = _mm512_add_ps(a0, a1);                                                            \
         }                                                                                              \
@@ -144,14 +147,13 @@ TGT static void key_slot_init(void) {
                             int32_t n_keys, const float *p, int32_t n_pad, const int hc, float *out) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
         const int32_t bs = kv->block_size;                                                             \
-        const size_t kvd = (size_t)kv->kv_dim;                                                         \
         __m512 acc[HC][NV];                                                                            \
         _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                          \
             _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();      \
         for (int32_t t = 0; t < n_keys; t++) {                                                         \
-            const float *v = tokd_kv_v_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd + (size_t)kvh * HD; \
+            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * HD; \
             __m512 vv[NV];                                                                             \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = _mm512_loadu_ps(v + 16 * c);  \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(v + 16 * c);         \
             _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++) {                                    \
                 const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + t]);                            \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
@@ -168,7 +170,6 @@ TGT static void key_slot_init(void) {
                                   int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
         const int32_t bs = kv->block_size;                                                             \
-        const size_t kvd = (size_t)kv->kv_dim;                                                         \
         const int32_t n_pad = (n_keys + 15) & ~15;                                                     \
         const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
         const __m512i order = _mm512_loadu_si512(key_slot);                                            \
@@ -180,9 +181,8 @@ TGT static void key_slot_init(void) {
                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));  \
             __m512 mv = _mm512_set1_ps(-INFINITY);                                                     \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
-                const float *k = tokd_kv_k_at(kv, blocks[t0 / bs], layer) + (size_t)(t0 % bs) * kvd +   \
-                                 (size_t)kvh * HD;                                                     \
-                __m512 sc = _mm512_mul_ps(dot16_##NV(k, kvd, qv, order), scale);                       \
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+                __m512 sc = _mm512_mul_ps(dot16_##NV(k, qv, order), scale);                            \
                 __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
                 mv = _mm512_mask_max_ps(mv, valid, mv, sc);                                            \
                 _mm512_storeu_ps(s + t0, sc);                                                          \
@@ -223,6 +223,9 @@ ATTN_512(8)
 
 #define TGT256 __attribute__((target("avx2,fma,f16c")))
 
+/* 8 F16 values of the cache as floats (exact). */
+TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
 /* The 32 lanes of a row tree are four vectors a0..a3 (lanes 0-7, 8-15, 16-23, 24-31);
  * (a0 + a2) + (a1 + a3) are the steps l + l+16 and l + l+8, leaving 8 lanes per key.
  * Eight keys' vectors then fold into one vector of eight scores: */
@@ -236,20 +239,20 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
     return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* The 8 dot products of qh (NV vectors) with the key rows k, k + kvd, ..., in key order.
+/* The 8 dot products of qh (NV vectors) with the F16 key rows k, k + HD, ..., in key order.
  * Pairing keys j and j + 4 in fold4_256 leaves key j in lane j after fold1_256 (chunk 0
  * ends [0 1 2 3], chunk 1 [4 5 6 7]): no permutation. */
 #define DOT8(NV)                                                                                       \
-    TGT256 INLINE __m256 dot8_##NV(const float *k, size_t kvd, const __m256 *qv) {                     \
+    TGT256 INLINE __m256 dot8_##NV(const uint16_t *k, const __m256 *qv) {                              \
         __m256 r8[8];                                                                                  \
         for (int j = 0; j < 8; j++) {                                                                  \
-            const float *kr = k + (size_t)j * kvd;                                                     \
+            const uint16_t *kr = k + (size_t)j * 8 * NV;                                               \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                \
             for (int c = 0; c < NV; c += 4) {                                                          \
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                          \
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                  \
-                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                 \
-                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                 \
+                a0 = _mm256_fmadd_ps(load_h8(kr + 8 * c), qv[c], a0);                          \
+                a1 = _mm256_fmadd_ps(load_h8(kr + 8 * c + 8), qv[c + 1], a1);                  \
+                a2 = _mm256_fmadd_ps(load_h8(kr + 8 * c + 16), qv[c + 2], a2);                 \
+                a3 = _mm256_fmadd_ps(load_h8(kr + 8 * c + 24), qv[c + 3], a3);                 \
             }                                                                                          \
             r8[j] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                       \
         }                                                                                              \
@@ -268,16 +271,15 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
                                   float *out) {                                                        \
         enum { HD = 8 * NV };                                                                          \
         const int32_t bs = kv->block_size;                                                             \
-        const size_t kvd = (size_t)kv->kv_dim;                                                         \
         __m256 acc[HC][NVC];                                                                           \
         _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                           \
             _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_setzero_ps();     \
         for (int32_t t0 = 0; t0 < n_keys; t0 += bs) { /* page by page: no division per key */          \
-            const float *v = tokd_kv_v_at(kv, blocks[t0 / bs], layer) + (size_t)kvh * HD + 8 * c0;     \
+            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t0 / bs], layer, kvh) + 8 * c0;              \
             const int32_t te = n_keys - t0 < bs ? n_keys - t0 : bs;                                    \
-            for (int32_t j = 0; j < te; j++, v += kvd) {                                               \
+            for (int32_t j = 0; j < te; j++, v += HD) {                                                \
                 __m256 vv[NVC];                                                                        \
-                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) vv[c] = _mm256_loadu_ps(v + 8 * c); \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) vv[c] = load_h8(v + 8 * c);      \
                 _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) {                                 \
                     const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * n_pad + t0 + j);             \
                     _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_fmadd_ps(pb, vv[c], acc[h][c]); \
@@ -308,7 +310,6 @@ TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
                                      int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
         enum { HD = 8 * NV };                                                                          \
         const int32_t bs = kv->block_size;                                                             \
-        const size_t kvd = (size_t)kv->kv_dim;                                                         \
         const int32_t n_pad = (n_keys + 15) & ~15, n_pad8 = (n_keys + 7) & ~7;                         \
         const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)HD));                                  \
         for (int32_t g = 0; g < group; g++) {                                                          \
@@ -319,9 +320,8 @@ TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
             __m256 mv = _mm256_set1_ps(-INFINITY);                                                     \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
-                const float *k = tokd_kv_k_at(kv, blocks[t0 / bs], layer) + (size_t)(t0 % bs) * kvd +  \
-                                 (size_t)kvh * HD;                                                     \
-                __m256 sc = _mm256_mul_ps(dot8_##NV(k, kvd, qv), scale);                               \
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+                __m256 sc = _mm256_mul_ps(dot8_##NV(k, qv), scale);                                    \
                 /* max(sc, m) is sc > m ? sc : m, the statement's update (NaN scores skipped) */       \
                 mv = _mm256_blendv_ps(mv, _mm256_max_ps(sc, mv), valid8(n_keys, t0));                  \
                 _mm256_storeu_ps(s + t0, sc);                                                          \

@@ -97,8 +97,7 @@ tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_
     tokd_ctx *c = tokd_xcalloc(1, sizeof *c);
     c->m = m;
     c->p = p;
-    int32_t kv_dim = hp->n_head_kv * hp->head_dim;
-    if (tokd_kv_init(&c->kv, p.block_size, p.n_blocks, hp->n_layer, kv_dim, err)) {
+    if (tokd_kv_init(&c->kv, p.block_size, p.n_blocks, hp->n_layer, hp->n_head_kv, hp->head_dim, err)) {
         free(c);
         return NULL;
     }
@@ -191,20 +190,15 @@ typedef struct {
     _Atomic int64_t next; /* next task to hand out, starts at the pool size */
 } attn_job;
 
-/* Round to the nearest F16 value (ties to even), kept in a float. */
-static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
-
-/* dst[i] = f16_round(src[i] * mul) for i < n. The F16C conversions round to nearest
- * even exactly as tokd_f32_to_f16 does (IEEE), so both paths give the same bits. */
+/* dst[i] = src[i] as F16 bits. The F16C conversion rounds to nearest even exactly as
+ * tokd_f32_to_f16 does (IEEE), so both paths store the same bits. */
 #define TOKD_T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
-TOKD_T512 static void f16_round_n_512(float *dst, const float *src, float mul, int32_t n) {
-    const __m512 vm = _mm512_set1_ps(mul);
+TOKD_T512 static void to_f16_n_512(uint16_t *dst, const float *src, int32_t n) {
     int32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(src + i), vm), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
-    }
-    for (; i < n; i++) dst[i] = f16_round(src[i] * mul);
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
 }
 /* a[i] += b[i]: one rounding per element whichever path runs, so the same bits. GCC 12 at
  * -O2 leaves the plain loop scalar (~1 us per 2048-wide residual add in decode). */
@@ -220,12 +214,12 @@ static void add_n(float *a, const float *b, int64_t n) {
     }
     for (int64_t i = 0; i < n; i++) a[i] += b[i];
 }
-static void f16_round_n(float *dst, const float *src, float mul, int32_t n) {
+static void to_f16_n(uint16_t *dst, const float *src, int32_t n) {
     if (tokd_use_f32_avx512()) {
-        f16_round_n_512(dst, src, mul, n);
+        to_f16_n_512(dst, src, n);
         return;
     }
-    for (int32_t i = 0; i < n; i++) dst[i] = f16_round(src[i] * mul);
+    for (int32_t i = 0; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
 }
 
 /* One (entry, KV head) per task, taken from a shared counter: all the query heads that
@@ -362,10 +356,10 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             const tokd_seq_table *s = &c->seqs[e[i].seq];
             int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
             /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
-            float *kc = tokd_kv_k_at(&c->kv, block, l) + (size_t)slot * kvd;
-            float *vc = tokd_kv_v_at(&c->kv, block, l) + (size_t)slot * kvd;
-            f16_round_n(kc, k, 1.0f, kvd);
-            f16_round_n(vc, v, 1.0f, kvd);
+            for (int32_t h = 0; h < hp->n_head_kv; h++) {
+                to_f16_n(tokd_kv_k_rows(&c->kv, block, l, h) + (size_t)slot * hd, k + (size_t)h * hd, hd);
+                to_f16_n(tokd_kv_v_rows(&c->kv, block, l, h) + (size_t)slot * hd, v + (size_t)h * hd, hd);
+            }
         }
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
         tokd_pool_run(pool, attention_task, &aj);

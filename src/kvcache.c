@@ -6,16 +6,18 @@
 #define HT_EMPTY (-1)
 #define HT_DELETED (-2)
 
-int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_layer, int32_t kv_dim, tokd_err *err) {
+int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                 tokd_err *err) {
     memset(kv, 0, sizeof *kv);
     uint64_t per_block, total;
-    if (block_size <= 0 || n_blocks <= 0 || n_blocks > INT32_MAX / 4 ||
-        tokd_mul_u64((uint64_t)block_size * (uint64_t)n_layer, (uint64_t)kv_dim, &per_block) ||
-        tokd_mul_u64(per_block, (uint64_t)n_blocks * sizeof(float), &total) || total > ((uint64_t)1 << 40))
+    if (block_size <= 0 || n_blocks <= 0 || n_blocks > INT32_MAX / 4 || n_layer <= 0 || n_head_kv <= 0 || head_dim <= 0 ||
+        tokd_mul_u64((uint64_t)block_size * (uint64_t)n_layer, (uint64_t)n_head_kv * (uint64_t)head_dim, &per_block) ||
+        tokd_mul_u64(per_block, (uint64_t)n_blocks * sizeof(uint16_t), &total) || total > ((uint64_t)1 << 40))
         return tokd_seterr(err, "KV cache of %lld blocks x %d positions is too large", (long long)n_blocks, block_size);
     kv->block_size = block_size;
     kv->n_layer = n_layer;
-    kv->kv_dim = kv_dim;
+    kv->n_head_kv = n_head_kv;
+    kv->head_dim = head_dim;
     kv->n_blocks = n_blocks;
     kv->k = calloc(1, (size_t)total);
     kv->v = calloc(1, (size_t)total);

@@ -20,9 +20,13 @@
  * still reusable). Allocation takes a free block first, then evicts the least recently
  * used evictable block (unpublishing it); a lookup hit on an evictable block revives it.
  *
- * Layout: K and V are separate arrays, block-major then layer then slot:
- *   k[((block * n_layer + layer) * block_size + slot) * kv_dim + i]
- * so one layer's positions of one block are contiguous for the attention loop.
+ * Layout: values are F16 (as llama.cpp's default cache: the forward pass rounds K and V
+ * to F16 before writing them, so storing the bits loses nothing), half the bytes of F32
+ * for every decode step's attention reads. K and V are separate arrays, block-major,
+ * then layer, then KV head, then slot:
+ *   k[(((block * n_layer + layer) * n_head_kv + head) * block_size + slot) * head_dim + i]
+ * so the rows one attention task reads (one KV head of one layer) are contiguous within
+ * a page: one stream per page, not head_dim values out of every kv_dim.
  *
  * Not thread-safe: one owner (the forward pass / the engine's scheduler thread). */
 #ifndef TOKD_KVCACHE_H
@@ -34,9 +38,9 @@
 #include "util.h"
 
 typedef struct {
-    int32_t block_size, n_layer, kv_dim;
+    int32_t block_size, n_layer, n_head_kv, head_dim;
     int64_t n_blocks;
-    float *k, *v;
+    uint16_t *k, *v; /* F16 bits */
     int32_t *ref;       /* reference count per block */
     int32_t *free_list; /* stack of free block indices */
     int64_t n_free;
@@ -58,7 +62,8 @@ typedef struct {
     int32_t len; /* positions held */
 } tokd_seq_table;
 
-int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_layer, int32_t kv_dim, tokd_err *err);
+int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_layer, int32_t n_head_kv, int32_t head_dim,
+                 tokd_err *err);
 void tokd_kv_free(tokd_kv *kv);
 
 /* Take a block (ref = 1): a free one, else the least recently used evictable one;
@@ -92,11 +97,13 @@ void tokd_seq_push_block(tokd_seq_table *s, int32_t b);
 void tokd_seq_shrink(tokd_kv *kv, tokd_seq_table *s, int32_t new_len);
 void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s);
 
-static inline float *tokd_kv_k_at(const tokd_kv *kv, int32_t block, int32_t layer) {
-    return kv->k + (((int64_t)block * kv->n_layer + layer) * kv->block_size) * kv->kv_dim;
+/* The block_size rows (head_dim F16 values each, slot order) of KV head `head` in page
+ * `block` of layer `layer`. */
+static inline uint16_t *tokd_kv_k_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
+    return kv->k + (((int64_t)block * kv->n_layer + layer) * kv->n_head_kv + head) * kv->block_size * kv->head_dim;
 }
-static inline float *tokd_kv_v_at(const tokd_kv *kv, int32_t block, int32_t layer) {
-    return kv->v + (((int64_t)block * kv->n_layer + layer) * kv->block_size) * kv->kv_dim;
+static inline uint16_t *tokd_kv_v_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
+    return kv->v + (((int64_t)block * kv->n_layer + layer) * kv->n_head_kv + head) * kv->block_size * kv->head_dim;
 }
 
 #endif

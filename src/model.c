@@ -299,5 +299,5 @@ void tokd_model_get_info(const tokd_model *m, tokd_model_info *info) {
 }
 
 uint64_t tokd_kv_bytes_per_token(const tokd_model *m) {
-    return 2ull * (uint64_t)m->hp.n_layer * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim * sizeof(float);
+    return 2ull * (uint64_t)m->hp.n_layer * (uint64_t)m->hp.n_head_kv * (uint64_t)m->hp.head_dim * sizeof(uint16_t);
 }

@@ -35,26 +35,28 @@ static int avx2_differs(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
 /* Keys n .. (the end of n's page) of every layer and KV head set to `val` (K only: V
  * past the last key is never read by either path), for the poisoned-tail cases; the
  * old values saved in / restored from keep. */
-static void poison_tail(tokd_kv *kv, const int32_t *blocks, int32_t n, float val, float *keep, int restore) {
-    const int32_t bs = kv->block_size, kvd = kv->kv_dim;
+static void poison_tail(tokd_kv *kv, const int32_t *blocks, int32_t n, float val, uint16_t *keep, int restore) {
+    const int32_t bs = kv->block_size, hd = kv->head_dim;
+    const uint16_t hval = tokd_f32_to_f16(val);
     size_t w = 0;
     for (int32_t layer = 0; layer < kv->n_layer; layer++)
-        for (int32_t t = n; t % bs != 0; t++) {
-            float *k = tokd_kv_k_at(kv, blocks[t / bs], layer) + (size_t)(t % bs) * kvd;
-            for (int32_t i = 0; i < kvd; i++, w++) {
-                if (restore) k[i] = keep[w];
-                else keep[w] = k[i], k[i] = val;
+        for (int32_t h = 0; h < kv->n_head_kv; h++)
+            for (int32_t t = n; t % bs != 0; t++) {
+                uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, h) + (size_t)(t % bs) * hd;
+                for (int32_t i = 0; i < hd; i++, w++) {
+                    if (restore) k[i] = keep[w];
+                    else keep[w] = k[i], k[i] = hval;
+                }
             }
-        }
 }
 
 static void check_avx2_refusals(void) {
     tokd_kv kv;
     tokd_err err;
     const int32_t hd = 64;
-    CHECK(tokd_kv_init(&kv, 12, 4, 1, hd, &err) == 0, "kv init: %s", err.msg);
-    memset(kv.k, 0, sizeof(float) * 4 * 12 * hd);
-    memset(kv.v, 0, sizeof(float) * 4 * 12 * hd);
+    CHECK(tokd_kv_init(&kv, 12, 4, 1, 1, hd, &err) == 0, "kv init: %s", err.msg);
+    memset(kv.k, 0, sizeof(uint16_t) * 4 * 12 * hd);
+    memset(kv.v, 0, sizeof(uint16_t) * 4 * 12 * hd);
     int32_t blocks[4] = {0, 1, 2, 3};
     float q[64] = {0}, out[64], scratch[64];
     if (!has_avx2()) {
@@ -84,12 +86,12 @@ int main(void) {
         tokd_kv kv;
         tokd_err err;
         const int64_t n_blocks = 384 / bs; /* 24, 48, 16: each prime to 7 */
-        CHECK(tokd_kv_init(&kv, bs, n_blocks, n_layer, kv_dim, &err) == 0, "kv init: %s", err.msg);
+        CHECK(tokd_kv_init(&kv, bs, n_blocks, n_layer, n_head_kv, hd, &err) == 0, "kv init: %s", err.msg);
         /* F16 values as the cache holds them, magnitudes from 1e-3 to 30 */
         size_t n_vals = (size_t)n_blocks * n_layer * bs * kv_dim;
         for (size_t i = 0; i < n_vals; i++) {
-            kv.k[i] = f16r(t_rand_half(&rng) * (i % 97 == 0 ? 30.0f : i % 13 == 0 ? 0.001f : 3.0f));
-            kv.v[i] = f16r(t_rand_half(&rng) * (i % 89 == 0 ? 20.0f : 1.0f));
+            kv.k[i] = tokd_f32_to_f16(t_rand_half(&rng) * (i % 97 == 0 ? 30.0f : i % 13 == 0 ? 0.001f : 3.0f));
+            kv.v[i] = tokd_f32_to_f16(t_rand_half(&rng) * (i % 89 == 0 ? 20.0f : 1.0f));
         }
         int32_t blocks[48];
         for (int i = 0; i < n_blocks; i++) blocks[i] = (int32_t)((i * 7 + 5) % n_blocks); /* scattered pages */
@@ -111,7 +113,7 @@ int main(void) {
                     }
             /* what lies past the last key in its page must not matter: NaN, or keys
              * that would win the max */
-            static float keep[24 * 2 * 256];
+            static uint16_t keep[24 * 2 * 2 * 128];
             const int32_t tails[] = {1, 9, 17, 100, 255, 383};
             const float poison[] = {NAN, 30000.0f, -30000.0f};
             for (size_t ti = 0; ti < sizeof tails / sizeof tails[0]; ti++)
@@ -136,9 +138,9 @@ int main(void) {
                 const int32_t n = 100;
                 double s[100], mx = -1e300, sum = 0.0;
                 for (int32_t t = 0; t < n; t++) {
-                    const float *k = tokd_kv_k_at(&kv, blocks[t / bs], 1) + (size_t)(t % bs) * kv_dim + hd;
+                    const uint16_t *k = tokd_kv_k_rows(&kv, blocks[t / bs], 1, 1) + (size_t)(t % bs) * hd;
                     double d = 0.0;
-                    for (int32_t i = 0; i < hd; i++) d += (double)k[i] * f16r(q[g * hd + i]);
+                    for (int32_t i = 0; i < hd; i++) d += (double)tokd_f16_to_f32(k[i]) * f16r(q[g * hd + i]);
                     s[t] = d / sqrt((double)hd);
                     if (s[t] > mx) mx = s[t];
                 }
@@ -147,9 +149,10 @@ int main(void) {
                 for (int32_t i = 0; i < hd; i++) {
                     double o = 0.0, mag = 0.0;
                     for (int32_t t = 0; t < n; t++) {
-                        const float *v = tokd_kv_v_at(&kv, blocks[t / bs], 1) + (size_t)(t % bs) * kv_dim + hd;
-                        o += s[t] / sum * v[i];
-                        mag += s[t] / sum * fabs(v[i]);
+                        const uint16_t *v = tokd_kv_v_rows(&kv, blocks[t / bs], 1, 1) + (size_t)(t % bs) * hd;
+                        const double vi = tokd_f16_to_f32(v[i]);
+                        o += s[t] / sum * vi;
+                        mag += s[t] / sum * fabs(vi);
                     }
                     double e = fabs(ref[g * hd + i] - o) / (mag + 1e-6);
                     if (e > worst) worst = e;
