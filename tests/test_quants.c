@@ -506,6 +506,54 @@ static void test_golden_models(void) {
     gguf_close(ref);
 }
 
+/* The SIMD Q8_K quantiser (act_quant.c), the selected loop and the AVX2 one, writes the
+ * scalar statement's bytes: random super-blocks at many scales, the largest magnitude
+ * present with both signs (the first kept), NaN, infinities, zeros, denormals, one
+ * nonzero value, and values that land on rounding ties. */
+static void test_q8_K_quantize(void) {
+    enum { NB = 64 };
+    float *x = tokd_xmalloc(sizeof(float) * 256 * NB);
+    tokd_block_q8_K want[NB], got[NB];
+    const int avx2 = tokd_cpu()->avx2 && tokd_cpu()->fma && tokd_cpu()->f16c;
+    int bad_sel = 0, bad_avx2 = 0, rc = 0, rounds = 0;
+    for (int round = 0; round < 40; round++, rounds++) {
+        fill_data(x, 256 * NB, round % 3);
+        for (int b = 0; b < NB; b++) {
+            float *v = x + 256 * b;
+            int p = (int)(t_rand_u64(&rng) % 256), q = (int)(t_rand_u64(&rng) % 256);
+            switch ((b + round) % 12) {
+            case 0: v[p] = 50.0f, v[q] = -50.0f; break; /* the largest magnitude with both signs */
+            case 1: v[p] = NAN; break;
+            case 2: v[p] = INFINITY; break;
+            case 3: v[p] = -INFINITY, v[q] = NAN; break;
+            case 4: memset(v, 0, 256 * sizeof(float)); break;
+            case 5: for (int i = 0; i < 256; i++) v[i] = -0.0f; v[p] = 1e-40f; break; /* one denormal */
+            case 6: for (int i = 0; i < 256; i++) v[i] = (float)(i % 7 - 3) * 0.5f; v[p] = 127.0f; break; /* ties */
+            case 7: for (int i = 0; i < 256; i++) v[i] *= 1e-38f; break;
+            case 8: for (int i = 0; i < 256; i++) v[i] *= 1e30f; break;
+            case 9: v[p] = -v[p] * 1000.0f; break;
+            default: break;
+            }
+        }
+        memset(want, 0x5A, sizeof want);
+        memset(got, 0xA5, sizeof got);
+        tokd_q8_K_from_float(x, want, 256 * NB);
+        tokd_q8_K_quantize(x, got, 256 * NB);
+        for (int b = 0; b < NB; b++) bad_sel += memcmp(&want[b], &got[b], sizeof want[b]) != 0;
+        if (avx2) {
+            memset(got, 0xA5, sizeof got);
+            rc |= tokd_q8_K_quantize_avx2(x, got, 256 * NB);
+            for (int b = 0; b < NB; b++) bad_avx2 += memcmp(&want[b], &got[b], sizeof want[b]) != 0;
+        }
+    }
+    CHECK(bad_sel == 0, "%d of %d Q8_K blocks of the %s quantiser differ from the scalar statement", bad_sel, rounds * NB,
+          tokd_kernels_path());
+    CHECK(bad_avx2 == 0 && rc == 0, "%d of %d Q8_K blocks of the AVX2 quantiser differ from the scalar statement", bad_avx2,
+          rounds * NB);
+    CHECK(avx2 || tokd_q8_K_quantize_avx2(x, got, 256) == -1, "the AVX2 Q8_K quantiser refuses a CPU without AVX2");
+    free(x);
+}
+
 int main(void) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
@@ -517,6 +565,7 @@ int main(void) {
     test_dot4();
     test_roundtrip_error();
     test_activation_rounding();
+    test_q8_K_quantize();
     test_dot_accuracy();
     test_golden_models();
     T_DONE();

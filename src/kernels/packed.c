@@ -111,7 +111,7 @@ static size_t q6_K_act_bytes(int64_t K) { return ((size_t)(K / TOKD_QK_K) * Q6K_
 /* One super-block of a K-quant activation row: Q8_K's quantiser, its 256 quants and
  * float d written at out, the block returned for the sums each type adds after them. */
 static void q8_K_head(const float *x, uint8_t *out, tokd_block_q8_K *blk) {
-    tokd_q8_K_from_float(x, blk, TOKD_QK_K);
+    tokd_q8_K_quantize(x, blk, TOKD_QK_K);
     memcpy(out, blk->qs, TOKD_QK_K);
     memcpy(out + 256, &blk->d, 4);
 }

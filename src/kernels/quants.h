@@ -103,6 +103,11 @@ void tokd_q8_1_to_float(const void *src, float *dst, int64_t n);
 void tokd_q8_1_from_float(const float *src, void *dst, int64_t n);
 void tokd_q8_K_to_float(const void *src, float *dst, int64_t n);
 void tokd_q8_K_from_float(const float *src, void *dst, int64_t n);
+/* The same bytes as tokd_q8_K_from_float, 16 or 8 lanes wide where the float SIMD path
+ * allows (act_quant.c): what the K-quant activation preparations call. The AVX2 loop
+ * whatever the path (tests): 0, or -1 (nothing written) on a CPU without AVX2. */
+void tokd_q8_K_quantize(const float *src, void *dst, int64_t n);
+int tokd_q8_K_quantize_avx2(const float *src, void *dst, int64_t n);
 void tokd_q8_1_dot_ref(int64_t n, float *out, const void *w, const void *act); /* Q8_1 x Q8_1 */
 void tokd_q8_K_dot_ref(int64_t n, float *out, const void *w, const void *act); /* Q8_K x Q8_K */
 /* Q8_0 and Q8_1 are above all activation formats, so their from_float quantises as
