@@ -247,13 +247,63 @@ TGT void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const voi
  * d = amax/127 as fp16) in registers. vmaxps returns its second operand when the first
  * is NaN, as fmaxf ignores a NaN |x|; vcvtps2dq rounds to even and turns NaN into
  * INT_MIN, which the clamp makes -127, as the scalar quantiser does. */
+/* Sixteen vectors' horizontal reductions at once: lane 4k + j of the result reduces
+ * vector 4j + k (pairs of 256-bit halves, then 128-bit chunks, then lanes within
+ * chunks). For the exact operations used here (max of non-NaN floats, integer sums) any
+ * order gives the same value; PREP_ORDER puts vector b's result in lane b. */
+#define FOLD16(T, OP, r, out)                                                                          \
+    do {                                                                                               \
+        T r8_[8], r4_[4], r2_[2];                                                                      \
+        for (int j_ = 0; j_ < 8; j_++)                                                                 \
+            r8_[j_] = OP(_mm512_shuffle_f32x4(r[2 * j_], r[2 * j_ + 1], 0x44),                         \
+                         _mm512_shuffle_f32x4(r[2 * j_], r[2 * j_ + 1], 0xEE));                        \
+        for (int j_ = 0; j_ < 4; j_++)                                                                 \
+            r4_[j_] = OP(_mm512_shuffle_f32x4(r8_[2 * j_], r8_[2 * j_ + 1], 0x88),                     \
+                         _mm512_shuffle_f32x4(r8_[2 * j_], r8_[2 * j_ + 1], 0xDD));                    \
+        for (int j_ = 0; j_ < 2; j_++)                                                                 \
+            r2_[j_] = OP(_mm512_shuffle_ps(r4_[2 * j_], r4_[2 * j_ + 1], _MM_SHUFFLE(1, 0, 1, 0)),     \
+                         _mm512_shuffle_ps(r4_[2 * j_], r4_[2 * j_ + 1], _MM_SHUFFLE(3, 2, 3, 2)));    \
+        out = OP(_mm512_shuffle_ps(r2_[0], r2_[1], _MM_SHUFFLE(2, 0, 2, 0)),                           \
+                 _mm512_shuffle_ps(r2_[0], r2_[1], _MM_SHUFFLE(3, 1, 3, 1)));                          \
+        out = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), out); \
+    } while (0)
+#define PREP_MAX(a, b) _mm512_max_ps(a, b)
+#define PREP_ADD(a, b) _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)))
+
 TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias) {
     const int64_t nb = K / 32;
     uint8_t *qs = dst;
     float *dy = (float *)(qs + nb * 32);
     int32_t *corr = (int32_t *)(dy + nb);
     const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-    for (int64_t b = 0; b < nb; b++, x += 32) {
+    int64_t b = 0;
+    /* sixteen blocks at a time: their maxima, scales and sums reduced together */
+    for (; b + 16 <= nb; b += 16, x += 512) {
+        __m512 m[16], s[16];
+        for (int i = 0; i < 16; i++)
+            m[i] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * i + 16)),
+                                 _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * i)), _mm512_setzero_ps()));
+        __m512 amax;
+        FOLD16(__m512, PREP_MAX, m, amax);
+        const __m512 idv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+                                               _mm512_set1_ps(127.f), amax);
+        _mm512_storeu_ps(dy + b, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_div_ps(amax, _mm512_set1_ps(127.f)),
+                                                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        float id[16];
+        _mm512_storeu_ps(id, idv);
+        for (int i = 0; i < 16; i++) {
+            const __m512 vid = _mm512_set1_ps(id[i]);
+            __m512i q0 = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * i), vid))));
+            __m512i q1 = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * i + 16), vid))));
+            _mm_storeu_si128((__m128i *)(qs + (b + i) * 32), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(qs + (b + i) * 32 + 16), _mm512_cvtepi32_epi8(q1));
+            s[i] = _mm512_castsi512_ps(_mm512_add_epi32(q0, q1));
+        }
+        __m512 sums;
+        FOLD16(__m512, PREP_ADD, s, sums);
+        _mm512_storeu_si512(corr + b, _mm512_mullo_epi32(_mm512_castps_si512(sums), _mm512_set1_epi32(-bias)));
+    }
+    for (; b < nb; b++, x += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
         __m512 m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
         float amax = _mm512_reduce_max_ps(m);
