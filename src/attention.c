@@ -123,19 +123,19 @@ TGT static void key_slot_init(void) {
 #define DOT16(NV)                                                                                      \
     TGT INLINE __m512 dot16_##NV(const uint16_t *k, const __m512 *qv, __m512i order) {                \
         __m512 r16[16];                                                                                \
-        for (int j = 0; j < 16; j++) {                                                                 \
+        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                        \
             const uint16_t *kr = k + (size_t)j * 16 * NV;                                              \
             __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
-            for (int c = 0; c < NV; c += 2) {                                                          \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {                                  \
                 a0 = _mm512_fmadd_ps(load_h16(kr + 16 * c), qv[c], a0);                                \
                 a1 = _mm512_fmadd_ps(load_h16(kr + 16 * c + 16), qv[c + 1], a1);                       \
             }                                                                                          \
             r16[j] = _mm512_add_ps(a0, a1);                                                            \
         }                                                                                              \
         __m512 r8[8], r4[4], r2[2];                                                                    \
-        for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);                         \
-        for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);                           \
-        for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);                           \
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);  \
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);    \
+        _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);    \
         return _mm512_permutexvar_ps(order, fold1(r2[0], r2[1]));                                      \
     }
 
@@ -150,13 +150,16 @@ TGT static void key_slot_init(void) {
         __m512 acc[HC][NV];                                                                            \
         _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                          \
             _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();      \
-        for (int32_t t = 0; t < n_keys; t++) {                                                         \
-            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * HD; \
-            __m512 vv[NV];                                                                             \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(v + 16 * c);         \
-            _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++) {                                    \
-                const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + t]);                            \
-                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
+        for (int32_t t0 = 0; t0 < n_keys; t0 += bs) { /* page by page: no division per key */          \
+            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t0 / bs], layer, kvh);                       \
+            const int32_t te = n_keys - t0 < bs ? n_keys - t0 : bs;                                    \
+            for (int32_t j = 0; j < te; j++, v += HD) {                                                \
+                __m512 vv[NV];                                                                         \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(v + 16 * c);     \
+                _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++) {                                \
+                    const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + t0 + j]);                   \
+                    _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
+                }                                                                                      \
             }                                                                                          \
         }                                                                                              \
         _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                          \
