@@ -21,6 +21,7 @@
 #include "attention.h"
 #include "kvcache.h"
 #include "model.h"
+#include "rope.h"
 #include "vecmath.h"
 
 struct tokd_ctx {
@@ -152,36 +153,6 @@ void tokd_seq_truncate(tokd_ctx *c, int32_t seq, int32_t new_len) {
 }
 
 /* ---- building blocks ------------------------------------------------------------- */
-
-/* cos/sin table for one position: n_rot/2 pairs, theta advanced by repeated
- * multiplication as the reference implementation does. */
-static void rope_table(float *cs, int32_t pos, const tokd_hparams *hp) {
-    float theta_scale = powf(hp->rope_freq_base, -2.0f / (float)hp->n_rot);
-    float theta = (float)pos;
-    for (int32_t i = 0; i < hp->n_rot / 2; i++) {
-        float t = theta * hp->rope_freq_scale;
-        cs[2 * i] = cosf(t);
-        cs[2 * i + 1] = sinf(t);
-        theta *= theta_scale;
-    }
-}
-
-/* Rotate the first n_rot dims of each head. Normal mode pairs (2i, 2i+1); NEOX mode
- * pairs (i, i + n_rot/2). */
-static void rope_apply(float *x, int32_t n_heads, int32_t head_dim, const float *cs, const tokd_hparams *hp) {
-    int32_t half = hp->n_rot / 2;
-    for (int32_t h = 0; h < n_heads; h++) {
-        float *v = x + (size_t)h * head_dim;
-        for (int32_t i = 0; i < half; i++) {
-            int32_t a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + half : 2 * i + 1;
-            float c = cs[2 * i], s = cs[2 * i + 1];
-            float x0 = v[a], x1 = v[b];
-            v[a] = x0 * c - x1 * s;
-            v[b] = x0 * s + x1 * c;
-        }
-    }
-}
-
 
 typedef struct {
     tokd_ctx *c;
@@ -334,7 +305,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     for (int32_t i = 0; i < n; i++) {
         m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes,
                                  c->x + (size_t)i * E, E);
-        rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp);
+        tokd_rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
     }
 
     for (int32_t l = 0; l < hp->n_layer; l++) {
@@ -351,8 +322,8 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             if (L->bq) for (int32_t d = 0; d < qd; d++) q[d] += L->bq[d];
             if (L->bk) for (int32_t d = 0; d < kvd; d++) k[d] += L->bk[d];
             if (L->bv) for (int32_t d = 0; d < kvd; d++) v[d] += L->bv[d];
-            rope_apply(q, hp->n_head, hd, c->rope + (size_t)i * hp->n_rot, hp);
-            rope_apply(k, hp->n_head_kv, hd, c->rope + (size_t)i * hp->n_rot, hp);
+            tokd_rope_apply(q, hp->n_head, hd, hp->n_rot, hp->rope_neox, c->rope + (size_t)i * hp->n_rot);
+            tokd_rope_apply(k, hp->n_head_kv, hd, hp->n_rot, hp->rope_neox, c->rope + (size_t)i * hp->n_rot);
             const tokd_seq_table *s = &c->seqs[e[i].seq];
             int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
             /* the cache holds F16 values, as llama.cpp's default F16 KV cache */

@@ -1,0 +1,78 @@
+/* rope.c — see rope.h. */
+#include "rope.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+#include "kernels/types.h"
+
+#define MAX_ROT 1024 /* the SIMD loop's expanded table; wider rotations take the scalar one */
+
+void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale) {
+    float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    for (int32_t i = 0; i < n_rot / 2; i++) {
+        float t = theta * freq_scale;
+        cs[2 * i] = cosf(t);
+        cs[2 * i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+void tokd_rope_apply_ref(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs) {
+    int32_t half = n_rot / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            int32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            float c = cs[2 * i], s = cs[2 * i + 1];
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+/* Normal style: lane 2i gets x0 * c + x1 * -s and lane 2i+1 x1 * c + x0 * s (the pair
+ * swapped, times a sine with alternating sign); NEOX style: the two halves as two
+ * vectors. Negation and the order of an addition's operands change no bits. */
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply_512(float *x, int32_t n_heads,
+                                                                                     int32_t head_dim, int32_t n_rot,
+                                                                                     bool neox, const float *cs) {
+    const int32_t half = n_rot / 2;
+    float c2[MAX_ROT], s2[MAX_ROT];
+    for (int32_t i = 0; i < half; i++) {
+        if (neox) {
+            c2[i] = cs[2 * i], s2[i] = cs[2 * i + 1];
+        } else {
+            c2[2 * i] = c2[2 * i + 1] = cs[2 * i];
+            s2[2 * i] = -cs[2 * i + 1], s2[2 * i + 1] = cs[2 * i + 1];
+        }
+    }
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        if (neox) {
+            for (int32_t i = 0; i < half; i += 16) {
+                __m512 lo = _mm512_loadu_ps(v + i), hi = _mm512_loadu_ps(v + half + i);
+                __m512 c = _mm512_loadu_ps(c2 + i), s = _mm512_loadu_ps(s2 + i);
+                _mm512_storeu_ps(v + i, _mm512_sub_ps(_mm512_mul_ps(lo, c), _mm512_mul_ps(hi, s)));
+                _mm512_storeu_ps(v + half + i, _mm512_add_ps(_mm512_mul_ps(lo, s), _mm512_mul_ps(hi, c)));
+            }
+        } else {
+            for (int32_t i = 0; i < n_rot; i += 16) {
+                __m512 a = _mm512_loadu_ps(v + i);
+                __m512 sw = _mm512_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1));
+                _mm512_storeu_ps(v + i, _mm512_add_ps(_mm512_mul_ps(a, _mm512_loadu_ps(c2 + i)),
+                                                      _mm512_mul_ps(sw, _mm512_loadu_ps(s2 + i))));
+            }
+        }
+    }
+}
+
+void tokd_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs) {
+    if (tokd_use_f32_avx512() && n_rot % 32 == 0 && n_rot <= MAX_ROT) {
+        rope_apply_512(x, n_heads, head_dim, n_rot, neox, cs);
+        return;
+    }
+    tokd_rope_apply_ref(x, n_heads, head_dim, n_rot, neox, cs);
+}

@@ -1,0 +1,25 @@
+/* rope.h — rotary position embedding: the cos/sin table of a position and the rotation
+ * of each head's first n_rot dimensions, in normal (pairs 2i, 2i+1) or NEOX (pairs i,
+ * i + n_rot/2) style.
+ *
+ * The rotation is stated once in scalar code (tokd_rope_apply_ref: each value is two
+ * rounded products and their sum or difference, no fused multiply-add) and computed
+ * again 16 lanes wide with AVX-512 where n_rot is a multiple of 32, with the same bits,
+ * so batch invariance never depends on which ran. */
+#ifndef TOKD_ROPE_H
+#define TOKD_ROPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* cs[2i], cs[2i+1] = cos, sin of pos * freq_scale * freq_base^(-2i/n_rot) for i < n_rot/2,
+ * the angle advanced by repeated multiplication as the reference implementation does. */
+void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale);
+
+/* Rotate the first n_rot dims of each of n_heads heads (head_dim apart) of x by the
+ * table cs. */
+void tokd_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
+/* The scalar statement of the same. */
+void tokd_rope_apply_ref(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
+
+#endif
