@@ -217,7 +217,7 @@ static void attention_task(void *arg, int ith, int nth) {
  * Each output element (or each row, for RMSNorm, whose reduction is within the row)
  * is computed whole by one thread from its own inputs, so the split changes nothing. */
 typedef struct {
-    int kind; /* 0: SwiGLU g = silu(g) * u; 1: x += y; 2: RMSNorm rows */
+    int kind; /* 1: x += y; 2: RMSNorm rows */
     float *a;
     const float *b, *w;
     int64_t n; /* elements (kinds 0, 1) or rows (kind 2) */
@@ -227,9 +227,6 @@ typedef struct {
 
 static void ew_range(ew_job *j, int64_t i0, int64_t i1) {
     switch (j->kind) {
-    case 0:
-        tokd_swiglu_n(j->a + i0, j->b + i0, i1 - i0);
-        break;
     case 1:
         add_n(j->a + i0, j->b + i0, i1 - i0);
         break;
@@ -252,10 +249,6 @@ static void ew_run(tokd_pool *pool, ew_job *j, int64_t cost) {
         ew_range(j, 0, j->n);
     else
         tokd_pool_run(pool, ew_task, j);
-}
-static void swiglu(tokd_pool *pool, float *g, const float *u, int64_t n) {
-    ew_job j = {.kind = 0, .a = g, .b = u, .n = n};
-    ew_run(pool, &j, n * 8); /* expf dominates */
 }
 static void add_into(tokd_pool *pool, float *x, const float *y, int64_t n) {
     ew_job j = {.kind = 1, .a = x, .b = y, .n = n};
@@ -338,13 +331,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         add_into(pool, c->x, c->xb, (int64_t)n * E);
 
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
-        {
-            const tokd_matrix *W2[2] = {&L->w_gate, &L->w_up};
-            float *Y2[2] = {c->hg, c->hu};
-            const int64_t ld2[2] = {F, F};
-            tokd_matmul_n(pool, 2, W2, c->xb, E, n, Y2, ld2, c->act);
-        }
-        swiglu(pool, c->hg, c->hu, (int64_t)n * F);
+        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_n, c->act);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
         add_into(pool, c->x, c->xb, (int64_t)n * E);
     }

@@ -17,6 +17,7 @@
 #include "kernels/types.h"
 #include "t.h"
 #include "t_rand.h"
+#include "vecmath.h"
 #include "util.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull; /* t_rand.h state */
@@ -277,6 +278,59 @@ static void check_prep(void) {
     CHECK(bad == 0, "%lld SIMD activation preps differ from the scalar layout", (long long)bad);
 }
 
+/* tokd_matmul_pair: the gate/up product with SwiGLU applied chunk by chunk gives the bits
+ * of two separate products and SwiGLU afterwards, packed or not, for 1 to 9 activation
+ * rows on 1 to 3 threads, and through its fallback (types that share no activation rows,
+ * or matrices of different heights); Yb keeps the second product. */
+static void check_matmul_pair(void) {
+    static const uint32_t sets[][2] = {{GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}, {GGML_TYPE_Q4_K, GGML_TYPE_Q4_K},
+                                       {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0}, {GGML_TYPE_F32, GGML_TYPE_F32},
+                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}, {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}};
+    const int64_t K = 512;
+    int bad = 0, cases = 0;
+    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+        const int64_t n_out = si == 2 ? 37 : 96, n_out_b = si == 5 ? n_out + 16 : n_out; /* last: heights differ */
+        tokd_matrix M[2];
+        size_t scratch_bytes = 64;
+        for (int m = 0; m < 2; m++) {
+            const tokd_type_traits *t = tokd_type_get(sets[si][m]);
+            const int64_t rows = m ? n_out_b : n_out;
+            size_t rb = tokd_row_bytes(t, K);
+            uint8_t *W = malloc(rb * (size_t)rows);
+            fill_weights(t, W, K, rows, 0);
+            M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = rows, .row_bytes = rb};
+            const tokd_packed_traits *pk = tokd_packed_get_any(t->id);
+            if (pk && rows % 16 == 0) tokd_matrix_pack(NULL, &M[m], pk);
+            size_t sb = tokd_matmul_scratch_bytes(t, K, 9);
+            if (sb > scratch_bytes) scratch_bytes = sb;
+        }
+        void *scratch = tokd_aligned_alloc(scratch_bytes);
+        for (int threads = 1; threads <= 3; threads++)
+            for (int64_t nr = 1; nr <= 9; nr += 4) {
+                tokd_pool *pool = tokd_pool_new(threads);
+                const int64_t ld = n_out_b + 3;
+                float *X = malloc(sizeof(float) * (size_t)(K * nr));
+                for (int64_t i = 0; i < K * nr; i++) X[i] = (float)t_rand_pm1(&rng);
+                float *ga = calloc((size_t)(ld * nr), sizeof(float)), *ua = calloc((size_t)(ld * nr), sizeof(float));
+                float *gb = calloc((size_t)(ld * nr), sizeof(float)), *ub = calloc((size_t)(ld * nr), sizeof(float));
+                tokd_matmul_pair(pool, &M[0], &M[1], X, K, nr, ga, ua, ld, tokd_swiglu_n, scratch);
+                tokd_matmul(pool, &M[0], X, K, nr, gb, ld, scratch);
+                tokd_matmul(pool, &M[1], X, K, nr, ub, ld, scratch);
+                for (int64_t r = 0; r < nr; r++) tokd_swiglu_n(gb + r * ld, ub + r * ld, n_out);
+                bad += memcmp(ga, gb, sizeof(float) * (size_t)(ld * nr)) != 0 || memcmp(ua, ub, sizeof(float) * (size_t)(ld * nr)) != 0;
+                cases++;
+                free(X), free(ga), free(ua), free(gb), free(ub);
+                tokd_pool_free(pool);
+            }
+        for (int m = 0; m < 2; m++) {
+            free((void *)M[m].data);
+            free(M[m].packed);
+        }
+        free(scratch);
+    }
+    CHECK(bad == 0, "matmul_pair: %d of %d cases differ from two products and SwiGLU after them", bad, cases);
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
@@ -288,6 +342,7 @@ int main(void) {
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_F32};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) check_matmul(types[i]);
     check_matmul_n();
+    check_matmul_pair();
     check_thread_split();
     T_DONE();
 }

@@ -88,6 +88,9 @@ typedef struct {
     float *Ys[MAX_MATS];
     int64_t ldys[MAX_MATS];
     int64_t unit0[MAX_MATS + 1]; /* first unit (UNIT rows) of each matrix, counted across them */
+    /* pair mode (tokd_matmul_pair): the units are rows of both matrices, and each chunk
+       ends with epi over its rows of every activation row */
+    tokd_pair_epilogue_fn epi;
     /* conversion stage */
     const float *X;
     int64_t ldx;
@@ -166,6 +169,13 @@ static void matmul_region(void *arg, int ith, int nth) {
     for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
         int64_t u0 = j->chunk_units ? c * j->chunk_units : j->bound[c];
         int64_t u1 = j->chunk_units ? u0 + j->chunk_units : j->bound[c + 1];
+        if (j->epi) {
+            const int64_t n_out = j->Ws[0]->n_out, o0 = u0 * UNIT, o1 = u1 * UNIT < n_out ? u1 * UNIT : n_out;
+            matmul_chunk(j, j->Ws[0], j->Ys[0], j->ldys[0], o0, o1);
+            matmul_chunk(j, j->Ws[1], j->Ys[1], j->ldys[1], o0, o1);
+            for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
+            continue;
+        }
         for (int m = 0; m < j->n_mats; m++) { /* the chunk's part of each matrix */
             int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
             if (lo >= hi) continue;
@@ -200,15 +210,12 @@ static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) 
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
 }
 
-void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
-                   int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch) {
-    for (int m = 1; m < n_mats; m++)
-        if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], n_rows)) {
-            for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
-            return;
-        }
+/* Convert the activation rows and run the chunks of n_mats matrices (pair mode when epi
+ * is set: two matrices of the same height, units counted over one). */
+static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx, int64_t n_rows,
+                    float *const *Ys, const int64_t *ldys, tokd_pair_epilogue_fn epi, void *scratch) {
     const tokd_matrix *W = Ws[0];
-    matmul_job j = {.W = W, .n_rows = n_rows, .Y = Ys[0], .ldy = ldys[0], .X = X, .ldx = ldx, .n_mats = n_mats};
+    matmul_job j = {.W = W, .n_rows = n_rows, .Y = Ys[0], .ldy = ldys[0], .X = X, .ldx = ldx, .n_mats = n_mats, .epi = epi};
     if (W->pk) {
         j.pk = W->pk;
         j.act = scratch;
@@ -233,7 +240,7 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
         j.ldys[m] = ldys[m];
         j.unit0[m + 1] = j.unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     }
-    const int64_t n_units = j.unit0[n_mats];
+    const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
     if (n_rows < 4) {
         j.chunk_units = 0;
         j.n_chunks = guided_bounds(j.bound, n_units, nth);
@@ -243,6 +250,42 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
     }
     atomic_init(&j.next, nth);
     tokd_pool_run(pool, matmul_region, &j);
+}
+
+void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
+                   int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch) {
+    for (int m = 1; m < n_mats; m++)
+        if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], n_rows)) {
+            for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
+            return;
+        }
+    run_job(pool, n_mats, Ws, X, ldx, n_rows, Ys, ldys, NULL, scratch);
+}
+
+typedef struct {
+    tokd_pair_epilogue_fn epi;
+    float *Ya, *Yb;
+    int64_t n_out, ldy, n_rows;
+} epilogue_job;
+
+static void epilogue_region(void *arg, int ith, int nth) {
+    epilogue_job *e = arg;
+    int64_t per = ((e->n_out + nth - 1) / nth + 15) & ~(int64_t)15, o0 = per * ith, o1 = o0 + per < e->n_out ? o0 + per : e->n_out;
+    for (int64_t r = 0; o0 < o1 && r < e->n_rows; r++) e->epi(e->Ya + r * e->ldy + o0, e->Yb + r * e->ldy + o0, o1 - o0);
+}
+
+void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
+                      int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch) {
+    const tokd_matrix *Ws[2] = {Wa, Wb};
+    float *Ys[2] = {Ya, Yb};
+    const int64_t ldys[2] = {ldy, ldy};
+    if (Wa->n_out == Wb->n_out && same_act(Wa, Wb, n_rows)) {
+        run_job(pool, 2, Ws, X, ldx, n_rows, Ys, ldys, epi, scratch);
+        return;
+    }
+    tokd_matmul_n(pool, 2, Ws, X, ldx, n_rows, Ys, ldys, scratch);
+    epilogue_job e = {epi, Ya, Yb, Wa->n_out < Wb->n_out ? Wa->n_out : Wb->n_out, ldy, n_rows};
+    tokd_pool_run(pool, epilogue_region, &e);
 }
 
 void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,

@@ -46,4 +46,13 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch);
 
+/* Ya = epi(Wa X, Wb X), row by row, for two matrices of the same height (the FFN's gate
+ * and up projections with SwiGLU): each chunk of rows is computed in both matrices and
+ * then passed through epi(ya, yb, n) (which writes ya) while the weights stream, instead
+ * of in a region of its own afterwards. epi must compute each element from its own
+ * inputs only, so the chunking changes no bit. Yb holds Wb X afterwards. */
+typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n);
+void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
+                      int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
+
 #endif
