@@ -24,7 +24,11 @@
  * in the kernel's prepared layout and one gemm call per chunk instead (same bits).
  *
  * Packed matrices (packed.h) go through their packed gemm for every row count, chunks
- * being whole groups of 16 rows. */
+ * being whole groups of 16 rows.
+ *
+ * Pair mode (tokd_matmul_pair, the FFN's gate and up projections): a chunk is the same
+ * rows of both matrices, and its epilogue (SwiGLU) runs on them as soon as both are
+ * computed, so the element-wise step costs no region of its own. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
