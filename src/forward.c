@@ -220,7 +220,7 @@ typedef struct {
     int kind; /* 1: x += y; 2: RMSNorm rows */
     float *a;
     const float *b, *w;
-    int64_t n; /* elements (kinds 0, 1) or rows (kind 2) */
+    int64_t n; /* elements (kind 1) or rows (kind 2) */
     int32_t E;
     float eps;
 } ew_job;

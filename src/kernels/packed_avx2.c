@@ -98,7 +98,7 @@ TGT void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bia
         const __m256i w01 = _mm256_packs_epi32(q[0], q[1]), w23 = _mm256_packs_epi32(q[2], q[3]);
         const __m256i b8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)(qs + b * 32), b8);
-        dy[b] = tokd_f16_to_f32(tokd_f32_to_f16(amax / 127.f));
+        dy[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); /* F16C: IEEE, as tokd_f32_to_f16 */
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));

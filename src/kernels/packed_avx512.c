@@ -313,7 +313,7 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
         __m512i q1 = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid))));
         _mm_storeu_si128((__m128i *)(qs + b * 32), _mm512_cvtepi32_epi8(q0));
         _mm_storeu_si128((__m128i *)(qs + b * 32 + 16), _mm512_cvtepi32_epi8(q1));
-        dy[b] = tokd_f16_to_f32(tokd_f32_to_f16(amax / 127.f));
+        dy[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); /* F16C: IEEE, as tokd_f32_to_f16 */
         corr[b] = -bias * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     }
 }
