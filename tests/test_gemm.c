@@ -331,6 +331,85 @@ static void check_matmul_pair(void) {
     CHECK(bad == 0, "matmul_pair: %d of %d cases differ from two products and SwiGLU after them", bad, cases);
 }
 
+/* tokd_matmul_prefetch_next hands thread ith the start of the first chunk it will take in
+ * the decode product (the guided split of matmul.c: chunk c is ceil(remaining / 2nth)
+ * units of 16 rows, at least 4, and thread ith starts on chunk ith), capped at max_bytes
+ * and at the end of that chunk's matrix; the next region takes the windows. Packed and
+ * unpacked matrices, Q/K/V-like triples, the gate/up pair, and 2-3 threads. */
+static void check_prefetch_windows(void) {
+    const int64_t K = 512;
+    static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_F32};
+    static const int64_t heights[3] = {1024, 128, 131};
+    int bad = 0, cases = 0;
+    for (size_t ti = 0; ti < 2; ti++) {
+        const tokd_type_traits *t = tokd_type_get(types[ti]);
+        const tokd_packed_traits *pk = tokd_packed_get_any(t->id);
+        size_t rb = tokd_row_bytes(t, K);
+        tokd_matrix M[3];
+        const tokd_matrix *Mp[3];
+        for (int m = 0; m < 3; m++) {
+            int64_t n = heights[m] - (pk && m == 2 ? 3 : 0);
+            uint8_t *W = calloc((size_t)n, rb);
+            M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n, .row_bytes = rb};
+            if (pk) tokd_matrix_pack(NULL, &M[m], pk);
+            Mp[m] = &M[m];
+        }
+        for (int nth = 2; nth <= 3; nth++) {
+            tokd_pool *pool = tokd_pool_new(nth);
+            for (int mode = 0; mode < 3; mode++) { /* 0: one matrix, 1: the triple, 2: a pair */
+                const int n_mats = mode == 0 ? 1 : mode == 1 ? 3 : 2;
+                const tokd_matrix *pair[2] = {&M[1], &M[1]};
+                const tokd_matrix *const *Ws = mode == 2 ? pair : Mp;
+                for (size_t cap = 4096; cap <= ((size_t)1 << 20); cap *= 256) {
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, cap);
+                    int64_t units[3], total = 0;
+                    for (int m = 0; m < n_mats; m++) total += units[m] = (Ws[m]->n_out + 15) / 16;
+                    if (mode == 2) total = units[0];
+                    int64_t start = 0;
+                    for (int ith = 0; ith < nth; ith++) {
+                        tokd_pool_window w;
+                        if (start >= total) { /* no chunk for this thread: no window */
+                            bad += !(tokd_pool_pending_window(pool, ith, &w) && w.len == 0);
+                            cases++;
+                            continue;
+                        }
+                        int64_t size = (total - start + 2 * nth - 1) / (2 * nth);
+                        if (size < 4) size = 4;
+                        int64_t end = start + size < total ? start + size : total;
+                        int m = 0;
+                        int64_t u = start;
+                        while (u >= units[m]) u -= units[m++];
+                        int64_t u_end = end - (start - u);
+                        if (u_end > units[m]) u_end = units[m];
+                        const tokd_matrix *W = Ws[m];
+                        size_t unit_bytes = W->pk ? W->group_bytes : 16 * W->row_bytes;
+                        size_t len = (size_t)(u_end - u) * unit_bytes;
+                        if (!W->pk && u_end * 16 > W->n_out) len -= (size_t)(u_end * 16 - W->n_out) * W->row_bytes;
+                        if (len > cap) len = cap;
+                        const uint8_t *ptr = (const uint8_t *)(W->pk ? W->packed : W->data) + (size_t)u * unit_bytes;
+                        int ok = tokd_pool_pending_window(pool, ith, &w) && w.ptr == ptr && w.len == len;
+                        bad += !ok;
+                        cases++;
+                        start = end;
+                    }
+                    tokd_pool_window w;
+                    float *Y = calloc(2048, sizeof(float)), *X = calloc((size_t)K, sizeof(float));
+                    void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, 1) + 64);
+                    tokd_matmul(pool, &M[0], X, K, 1, Y, M[0].n_out, scratch);
+                    CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows still pending after a region");
+                    free(Y), free(X), free(scratch);
+                }
+            }
+            tokd_pool_free(pool);
+        }
+        for (int m = 0; m < 3; m++) {
+            free((void *)M[m].data);
+            free(M[m].packed);
+        }
+    }
+    CHECK(bad == 0, "prefetch windows: %d of %d differ from the threads' first chunks", bad, cases);
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
@@ -344,5 +423,6 @@ int main(void) {
     check_matmul_n();
     check_matmul_pair();
     check_thread_split();
+    check_prefetch_windows();
     T_DONE();
 }

@@ -13,7 +13,8 @@
  * With equal chunks (four per thread) the threads of a TinyLlama decode step finished
  * a median 10 us and a 90th percentile 37 us apart, in regions of ~125 us; guided, 1.4
  * and 4 us, and the step's products ran 2-5 % faster. The boundaries depend only on the
- * shapes and the thread count, and no output depends on them.
+ * shapes and the thread count, and no output depends on them; so tokd_matmul_prefetch_next
+ * can tell each thread, before the product, where its first chunk starts.
  *
  * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
@@ -290,6 +291,33 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
     tokd_matmul_n(pool, 2, Ws, X, ldx, n_rows, Ys, ldys, scratch);
     epilogue_job e = {epi, Ya, Yb, Wa->n_out < Wb->n_out ? Wa->n_out : Wb->n_out, ldy, n_rows};
     tokd_pool_run(pool, epilogue_region, &e);
+}
+
+void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, size_t max_bytes) {
+    const int nth = tokd_pool_size(pool);
+    if (nth == 1 || n_mats < 1 || nth > MAX_DECODE_CHUNKS / 4) return;
+    /* the split run_job would make */
+    if (pair && !(n_mats == 2 && Ws[0]->n_out == Ws[1]->n_out && same_act(Ws[0], Ws[1], 1))) pair = 0;
+    if (!pair)
+        for (int m = 1; m < n_mats; m++)
+            if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], 1)) n_mats = 1; /* separate products: the first one */
+    int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
+    for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
+    const int64_t n_chunks = guided_bounds(bound, pair ? unit0[1] : unit0[n_mats], nth);
+    tokd_pool_window win[MAX_DECODE_CHUNKS / 4];
+    for (int ith = 0; ith < nth; ith++) {
+        win[ith] = (tokd_pool_window){NULL, 0};
+        if (ith >= n_chunks) continue;
+        int m = 0;
+        while (bound[ith] >= unit0[m + 1]) m++;
+        const tokd_matrix *W = Ws[m];
+        const int64_t u = bound[ith] - unit0[m], u_end = (bound[ith + 1] < unit0[m + 1] ? bound[ith + 1] : unit0[m + 1]) - unit0[m];
+        size_t unit_bytes = W->pk ? W->group_bytes : (size_t)UNIT * W->row_bytes, len = (size_t)(u_end - u) * unit_bytes;
+        const uint8_t *base = W->pk ? W->packed : W->data;
+        if (!W->pk && u_end * UNIT > W->n_out) len -= (size_t)(u_end * UNIT - W->n_out) * W->row_bytes;
+        win[ith] = (tokd_pool_window){base + (size_t)u * unit_bytes, len < max_bytes ? len : max_bytes};
+    }
+    tokd_pool_prefetch_after_next(pool, win);
 }
 
 void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t ldx, int64_t n_rows, float *Y,

@@ -46,6 +46,11 @@ struct tokd_pool {
     _Atomic unsigned spin_limit; /* cycles of pure spinning before yielding */
     tokd_pool_fn fn;
     void *ctx;
+    /* prefetch windows (tokd_pool_prefetch_after_next): pending until the next region
+       starts, then win[] belongs to generation win_gen */
+    int has_pending;
+    tokd_pool_window *pending, *win;
+    unsigned win_gen;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
@@ -59,17 +64,45 @@ typedef struct {
  * spinning region can stall for milliseconds. A plain re-load is enough here. */
 static inline void cpu_relax(void) { __asm__ volatile("" ::: "memory"); }
 
+/* One step of an idle thread's window: a few lines, so the thread still notices the
+ * next region within a cache miss's time. */
+#define PREFETCH_LINES_PER_STEP 4
+static inline void prefetch_step(const char **ptr, size_t *left) {
+    for (int i = 0; i < PREFETCH_LINES_PER_STEP && *left; i++) {
+        __builtin_prefetch(*ptr, 0, 3);
+        size_t step = *left < 64 ? *left : 64;
+        *ptr += step;
+        *left -= step;
+    }
+}
+
+/* The window thread ith takes once its share of region g is done (none: len 0). Read
+ * before the share is marked done, while the caller cannot be rewriting it. */
+static void take_window(const tokd_pool *p, unsigned g, int ith, const char **ptr, size_t *left) {
+    *left = 0;
+    if (p->win_gen != g) return;
+    *ptr = p->win[ith].ptr;
+    *left = p->win[ith].ptr ? p->win[ith].len : 0;
+}
+
 static void *worker_main(void *arg) {
     worker_arg *wa = arg;
     tokd_pool *p = wa->pool;
     int ith = wa->ith;
     free(wa);
     unsigned seen = 0;
+    const char *pf = NULL;
+    size_t pf_left = 0;
     for (;;) {
         unsigned g;
         unsigned long long t0 = __rdtsc();
         while ((g = atomic_load_explicit(&p->generation, memory_order_acquire)) == seen) {
             if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
+            if (pf_left) { /* waiting time starts once the window is done */
+                prefetch_step(&pf, &pf_left);
+                if (!pf_left) t0 = __rdtsc();
+                continue;
+            }
             unsigned long long dt = __rdtsc() - t0;
             if (dt < SLEEP_CYCLES) {
                 if (dt > atomic_load_explicit(&p->spin_limit, memory_order_relaxed))
@@ -85,6 +118,7 @@ static void *worker_main(void *arg) {
             t0 = __rdtsc();
         }
         seen = g;
+        pf_left = 0;
         /* claim share ith of region g unless the caller already has; while it is ours the
          * caller waits in region g, so fn and ctx are g's */
         slot *sl = &p->slots[ith];
@@ -92,6 +126,7 @@ static void *worker_main(void *arg) {
         if ((int)(old - g) < 0 &&
             atomic_compare_exchange_strong_explicit(&sl->claimed, &old, g, memory_order_acq_rel, memory_order_acquire)) {
             p->fn(p->ctx, ith, p->n);
+            take_window(p, g, ith, &pf, &pf_left);
             atomic_store_explicit(&sl->done, g, memory_order_release);
         }
     }
@@ -134,6 +169,8 @@ tokd_pool *tokd_pool_new(int n_threads) {
     pthread_cond_init(&p->cv, NULL);
     p->threads = tokd_xcalloc((size_t)n_threads, sizeof(pthread_t));
     p->slots = tokd_aligned_alloc((size_t)n_threads * sizeof(slot));
+    p->pending = tokd_xcalloc((size_t)n_threads, sizeof *p->pending);
+    p->win = tokd_xcalloc((size_t)n_threads, sizeof *p->win);
     for (int i = 0; i < n_threads; i++) {
         atomic_init(&p->slots[i].claimed, 0);
         atomic_init(&p->slots[i].done, 0);
@@ -153,6 +190,18 @@ tokd_pool *tokd_pool_new(int n_threads) {
 
 int tokd_pool_size(const tokd_pool *p) { return p ? p->n : 1; }
 
+void tokd_pool_prefetch_after_next(tokd_pool *p, const tokd_pool_window *win) {
+    if (!p || p->n == 1) return;
+    memcpy(p->pending, win, (size_t)p->n * sizeof *win);
+    p->has_pending = 1;
+}
+
+int tokd_pool_pending_window(const tokd_pool *p, int ith, tokd_pool_window *out) {
+    if (!p || !p->has_pending || ith < 0 || ith >= p->n) return 0;
+    *out = p->pending[ith];
+    return 1;
+}
+
 void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
     if (!p || p->n == 1) {
         fn(ctx, 0, 1);
@@ -160,13 +209,22 @@ void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
     }
     p->fn = fn;
     p->ctx = ctx;
-    unsigned g = atomic_fetch_add(&p->generation, 1) + 1;
+    unsigned g = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1;
+    if (p->has_pending) {
+        memcpy(p->win, p->pending, (size_t)p->n * sizeof *p->win);
+        p->win_gen = g;
+        p->has_pending = 0;
+    }
+    atomic_fetch_add(&p->generation, 1);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
+    const char *pf;
+    size_t pf_left;
+    take_window(p, g, 0, &pf, &pf_left);
     unsigned limit = atomic_load_explicit(&p->spin_limit, memory_order_relaxed);
     int yielded = 0;
     for (int i = 1; i < p->n; i++) {
@@ -179,6 +237,11 @@ void tokd_pool_run(tokd_pool *p, tokd_pool_fn fn, void *ctx) {
         }
         unsigned long long t0 = __rdtsc();
         while (atomic_load_explicit(&sl->done, memory_order_acquire) != g) {
+            if (pf_left) { /* waiting time starts once the window is done */
+                prefetch_step(&pf, &pf_left);
+                if (!pf_left) t0 = __rdtsc();
+                continue;
+            }
             if (__rdtsc() - t0 > limit) {
                 sched_yield(); /* a worker may be waiting for this core */
                 yielded = 1;
@@ -203,5 +266,7 @@ void tokd_pool_free(tokd_pool *p) {
     pthread_cond_destroy(&p->cv);
     free(p->threads);
     free(p->slots);
+    free(p->pending);
+    free(p->win);
     free(p);
 }
