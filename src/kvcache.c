@@ -19,16 +19,11 @@ int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_la
     kv->n_head_kv = n_head_kv;
     kv->head_dim = head_dim;
     kv->n_blocks = n_blocks;
-    /* mapped lazily in huge pages: a new block's first write faults once per 2 MiB (with
-       4 KB pages a TinyLlama block's 352 KB took 88 faults, ~1.7 ms of a decode step in
-       this VM, every 16 tokens), and attention spends less on page walks (11 % less time
-       at 64-190 keys, 5 % at 1024) */
-    kv->bytes = (size_t)total;
-    kv->k = tokd_huge_zalloc(kv->bytes);
-    kv->v = tokd_huge_zalloc(kv->bytes);
+    kv->k = calloc(1, (size_t)total);
+    kv->v = calloc(1, (size_t)total);
     if (!kv->k || !kv->v) {
-        tokd_huge_free(kv->k, kv->bytes);
-        tokd_huge_free(kv->v, kv->bytes);
+        free(kv->k);
+        free(kv->v);
         kv->k = kv->v = NULL;
         return tokd_seterr(err, "cannot allocate the KV cache (%llu MiB)", (unsigned long long)(2 * total >> 20));
     }
@@ -53,8 +48,8 @@ int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_la
 }
 
 void tokd_kv_free(tokd_kv *kv) {
-    tokd_huge_free(kv->k, kv->bytes);
-    tokd_huge_free(kv->v, kv->bytes);
+    free(kv->k);
+    free(kv->v);
     free(kv->ref);
     free(kv->free_list);
     free(kv->key);

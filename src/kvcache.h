@@ -40,8 +40,7 @@
 typedef struct {
     int32_t block_size, n_layer, n_head_kv, head_dim;
     int64_t n_blocks;
-    uint16_t *k, *v; /* F16 bits, kv->bytes each (tokd_huge_zalloc) */
-    size_t bytes;
+    uint16_t *k, *v; /* F16 bits */
     int32_t *ref;       /* reference count per block */
     int32_t *free_list; /* stack of free block indices */
     int64_t n_free;

@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
 
 int tokd_seterr(tokd_err *err, const char *fmt, ...) {
@@ -114,27 +113,6 @@ void *tokd_aligned_alloc(size_t n) {
     void *p = aligned_alloc(64, rounded ? rounded : 64);
     if (!p) oom(n);
     return p;
-}
-
-#define HUGE_ALIGN ((size_t)2 << 20)
-
-void *tokd_huge_zalloc(size_t n) {
-    if (n == 0 || n > SIZE_MAX - 2 * HUGE_ALIGN) return NULL;
-    size_t len = (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
-    /* map one alignment more, then trim the ends to a 2 MiB boundary */
-    uint8_t *raw = mmap(NULL, len + HUGE_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
-    if (p > raw) munmap(raw, (size_t)(p - raw));
-    if (raw + len + HUGE_ALIGN > p + len) munmap(p + len, (size_t)(raw + len + HUGE_ALIGN - (p + len)));
-#ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE); /* a hint: without huge pages the mapping works as it is */
-#endif
-    return p;
-}
-
-void tokd_huge_free(void *p, size_t n) {
-    if (p) munmap(p, (n + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1));
 }
 
 void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {

@@ -49,13 +49,6 @@ char *tokd_xstrdup(const char *s);
 /* 64-byte aligned allocation for vectors the kernels read; free with free(). */
 void *tokd_aligned_alloc(size_t n);
 
-/* Zeroed memory for a large, long-lived array (the KV cache): mapped lazily, 2 MiB
- * aligned, with transparent huge pages asked for, so that touching it faults once per
- * 2 MiB rather than once per 4 KB page and reading it takes few TLB entries. NULL when
- * the mapping fails; free with tokd_huge_free and the same n. */
-void *tokd_huge_zalloc(size_t n);
-void tokd_huge_free(void *p, size_t n);
-
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
 typedef struct tokd_buf {
     char *data;

@@ -72,32 +72,9 @@ static void check_avx2_refusals(void) {
     tokd_kv_free(&kv);
 }
 
-/* The KV cache's memory (tokd_huge_zalloc): zeroed, 2 MiB aligned, writable to its last
- * byte, for sizes below, at and above one huge page. */
-static void check_kv_memory(void) {
-    static const int64_t n_blocks[] = {1, 7, 93};
-    for (size_t i = 0; i < 3; i++) {
-        tokd_kv kv;
-        tokd_err err;
-        CHECK(tokd_kv_init(&kv, 16, n_blocks[i], 22, 4, 64, &err) == 0, "kv init: %s", err.msg);
-        const size_t n = (size_t)n_blocks[i] * 16 * 22 * 4 * 64;
-        CHECK(kv.bytes == n * sizeof(uint16_t), "%lld blocks: %zu bytes for %zu values", (long long)n_blocks[i], kv.bytes, n);
-        CHECK(((uintptr_t)kv.k & ((2u << 20) - 1)) == 0 && ((uintptr_t)kv.v & ((2u << 20) - 1)) == 0, "not 2 MiB aligned");
-        size_t nonzero = 0;
-        for (size_t j = 0; j < n; j += 4099) nonzero += kv.k[j] != 0 || kv.v[j] != 0;
-        nonzero += kv.k[n - 1] != 0 || kv.v[n - 1] != 0;
-        CHECK(nonzero == 0, "%zu sampled KV values are not zero", nonzero);
-        kv.k[n - 1] = kv.v[n - 1] = 0x3C00; /* the last value of each is ours to write */
-        CHECK(kv.k[n - 1] == 0x3C00 && kv.v[0] == 0, "write to the last value");
-        tokd_kv_free(&kv);
-    }
-    CHECK(tokd_huge_zalloc(0) == NULL && tokd_huge_zalloc(SIZE_MAX) == NULL, "empty and impossible sizes map nothing");
-}
-
 int main(void) {
     tokd_kernels_init();
     check_avx2_refusals();
-    check_kv_memory();
     const int32_t hds[] = {32, 64, 128, 48};
     const int32_t groups[] = {1, 3, 8};
     const int32_t bss[] = {16, 8, 24};
