@@ -35,12 +35,9 @@ void tokd_rope_apply_ref(float *x, int32_t n_heads, int32_t head_dim, int32_t n_
 
 /* Normal style: lane 2i gets x0 * c + x1 * -s and lane 2i+1 x1 * c + x0 * s (the pair
  * swapped, times a sine with alternating sign); NEOX style: the two halves as two
- * vectors. Negation and the order of an addition's operands change no bits. */
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply_512(float *x, int32_t n_heads,
-                                                                                     int32_t head_dim, int32_t n_rot,
-                                                                                     bool neox, const float *cs) {
-    const int32_t half = n_rot / 2;
-    float c2[MAX_ROT], s2[MAX_ROT];
+ * vectors. Negation and the order of an addition's operands change no bits. The table
+ * is expanded to those lanes first. */
+static void expand_table(const float *cs, int32_t half, bool neox, float *c2, float *s2) {
     for (int32_t i = 0; i < half; i++) {
         if (neox) {
             c2[i] = cs[2 * i], s2[i] = cs[2 * i + 1];
@@ -49,6 +46,14 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply
             s2[2 * i] = -cs[2 * i + 1], s2[2 * i + 1] = cs[2 * i + 1];
         }
     }
+}
+
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply_512(float *x, int32_t n_heads,
+                                                                                     int32_t head_dim, int32_t n_rot,
+                                                                                     bool neox, const float *cs) {
+    const int32_t half = n_rot / 2;
+    float c2[MAX_ROT], s2[MAX_ROT];
+    expand_table(cs, half, neox, c2, s2);
     for (int32_t h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * head_dim;
         if (neox) {
@@ -69,9 +74,44 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply
     }
 }
 
+__attribute__((target("avx2,fma"))) static void rope_apply_256(float *x, int32_t n_heads, int32_t head_dim,
+                                                               int32_t n_rot, bool neox, const float *cs) {
+    const int32_t half = n_rot / 2;
+    float c2[MAX_ROT], s2[MAX_ROT];
+    expand_table(cs, half, neox, c2, s2);
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        if (neox) {
+            for (int32_t i = 0; i < half; i += 8) {
+                __m256 lo = _mm256_loadu_ps(v + i), hi = _mm256_loadu_ps(v + half + i);
+                __m256 c = _mm256_loadu_ps(c2 + i), s = _mm256_loadu_ps(s2 + i);
+                _mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(lo, c), _mm256_mul_ps(hi, s)));
+                _mm256_storeu_ps(v + half + i, _mm256_add_ps(_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, c)));
+            }
+        } else {
+            for (int32_t i = 0; i < n_rot; i += 8) {
+                __m256 a = _mm256_loadu_ps(v + i);
+                __m256 sw = _mm256_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1));
+                _mm256_storeu_ps(v + i, _mm256_add_ps(_mm256_mul_ps(a, _mm256_loadu_ps(c2 + i)),
+                                                      _mm256_mul_ps(sw, _mm256_loadu_ps(s2 + i))));
+            }
+        }
+    }
+}
+
+int tokd_rope_apply_avx2(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs) {
+    if (!tokd_cpu_avx2() || n_rot % 16 || n_rot <= 0 || n_rot > MAX_ROT) return -1;
+    rope_apply_256(x, n_heads, head_dim, n_rot, neox, cs);
+    return 0;
+}
+
 void tokd_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs) {
     if (tokd_use_f32_avx512() && n_rot % 32 == 0 && n_rot <= MAX_ROT) {
         rope_apply_512(x, n_heads, head_dim, n_rot, neox, cs);
+        return;
+    }
+    if (tokd_use_f32_avx2() && n_rot % 16 == 0 && n_rot <= MAX_ROT) {
+        rope_apply_256(x, n_heads, head_dim, n_rot, neox, cs);
         return;
     }
     tokd_rope_apply_ref(x, n_heads, head_dim, n_rot, neox, cs);

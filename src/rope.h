@@ -4,8 +4,9 @@
  *
  * The rotation is stated once in scalar code (tokd_rope_apply_ref: each value is two
  * rounded products and their sum or difference, no fused multiply-add) and computed
- * again 16 lanes wide with AVX-512 where n_rot is a multiple of 32, with the same bits,
- * so batch invariance never depends on which ran. */
+ * again 16 lanes wide with AVX-512 where n_rot is a multiple of 32, or 8 lanes wide with
+ * AVX2 where it is a multiple of 16, with the same bits, so batch invariance never
+ * depends on which ran. */
 #ifndef TOKD_ROPE_H
 #define TOKD_ROPE_H
 
@@ -21,5 +22,8 @@ void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, flo
 void tokd_rope_apply(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
 /* The scalar statement of the same. */
 void tokd_rope_apply_ref(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
+/* The AVX2 loop, whichever path the process runs (for tests): -1 without AVX2 or for an
+ * n_rot it does not take (not a multiple of 16, or wider than 1024), else 0. */
+int tokd_rope_apply_avx2(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, bool neox, const float *cs);
 
 #endif

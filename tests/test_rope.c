@@ -1,7 +1,8 @@
-/* test_rope.c — rope.c: the selected RoPE loop gives the scalar statement's bits in both
- * styles, for rotations narrower than the head (partial rotary), several positions and
- * head counts, and values of many magnitudes; dims past n_rot are left alone; and the
- * statement rotates as cos/sin do (norms kept, a known angle checked in double). */
+/* test_rope.c — rope.c: the selected RoPE loop, and the AVX2 one whichever path runs,
+ * give the scalar statement's bits in both styles, for rotations narrower than the head
+ * (partial rotary), several positions and head counts, and values of many magnitudes;
+ * dims past n_rot are left alone; and the statement rotates as cos/sin do (norms kept,
+ * a known angle checked in double). */
 #include <math.h>
 #include <string.h>
 
@@ -15,8 +16,8 @@ static uint64_t rng = 0x243F6A8885A308D3ull;
 static void check_paths(void) {
     const int32_t hds[] = {64, 128, 96};
     const int32_t rots[] = {64, 32, 96, 2, 20};
-    float x[8 * 128], y[8 * 128], z[8 * 128], cs[128];
-    int bad = 0, bad_tail = 0, cases = 0;
+    float x[8 * 128], y[8 * 128], z[8 * 128], z2[8 * 128], cs[128];
+    int bad = 0, bad_tail = 0, cases = 0, bad_avx2 = 0, avx2_cases = 0, bad_refusal = 0;
     for (int neox = 0; neox < 2; neox++)
         for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
             for (size_t ri = 0; ri < sizeof rots / sizeof rots[0]; ri++) {
@@ -30,6 +31,11 @@ static void check_paths(void) {
                     tokd_rope_apply_ref(y, 8, hd, n_rot, neox, cs);
                     tokd_rope_apply(z, 8, hd, n_rot, neox, cs);
                     bad += memcmp(y, z, sizeof(float) * 8 * (size_t)hd) != 0;
+                    memcpy(z2, x, sizeof(float) * 8 * (size_t)hd);
+                    int took = tokd_rope_apply_avx2(z2, 8, hd, n_rot, neox, cs) == 0;
+                    avx2_cases += took;
+                    bad_avx2 += took && memcmp(y, z2, sizeof(float) * 8 * (size_t)hd) != 0;
+                    bad_refusal += took != (tokd_cpu_avx2() && n_rot % 16 == 0);
                     for (int h = 0; h < 8; h++)
                         bad_tail += memcmp(z + h * hd + n_rot, x + h * hd + n_rot, sizeof(float) * (size_t)(hd - n_rot)) != 0;
                     cases++;
@@ -37,6 +43,9 @@ static void check_paths(void) {
             }
     CHECK(bad == 0, "%d of %d RoPE cases of the %s path differ from the scalar statement", bad, cases, tokd_kernels_path());
     CHECK(bad_tail == 0, "%d RoPE cases changed dims past n_rot", bad_tail);
+    CHECK(bad_avx2 == 0, "%d of %d RoPE cases of the AVX2 loop differ from the scalar statement", bad_avx2, avx2_cases);
+    CHECK(bad_refusal == 0, "the AVX2 loop took or refused %d cases wrongly", bad_refusal);
+    CHECK(avx2_cases > 0 || !tokd_cpu_avx2(), "the AVX2 loop took no case on an AVX2 machine");
 }
 
 /* The statement against the rotation in double: pair 0 turns by pos radians (its
