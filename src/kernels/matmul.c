@@ -215,6 +215,18 @@ static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) 
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
 }
 
+/* Whether tokd_matmul_n runs these matrices in one region (else one product each). */
+static int one_region(int n_mats, const tokd_matrix *const *Ws, int64_t n_rows) {
+    if (n_mats > MAX_MATS) return 0;
+    for (int m = 1; m < n_mats; m++)
+        if (!same_act(Ws[0], Ws[m], n_rows)) return 0;
+    return 1;
+}
+/* Whether tokd_matmul_pair runs its two matrices in pair mode. */
+static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
+    return a->n_out == b->n_out && same_act(a, b, n_rows);
+}
+
 /* Convert the activation rows and run the chunks of n_mats matrices (pair mode when epi
  * is set: two matrices of the same height, units counted over one). */
 static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx, int64_t n_rows,
@@ -259,11 +271,10 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch) {
-    for (int m = 1; m < n_mats; m++)
-        if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], n_rows)) {
-            for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
-            return;
-        }
+    if (!one_region(n_mats, Ws, n_rows)) {
+        for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
+        return;
+    }
     run_job(pool, n_mats, Ws, X, ldx, n_rows, Ys, ldys, NULL, scratch);
 }
 
@@ -284,7 +295,7 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
     const tokd_matrix *Ws[2] = {Wa, Wb};
     float *Ys[2] = {Ya, Yb};
     const int64_t ldys[2] = {ldy, ldy};
-    if (Wa->n_out == Wb->n_out && same_act(Wa, Wb, n_rows)) {
+    if (pair_region(Wa, Wb, n_rows)) {
         run_job(pool, 2, Ws, X, ldx, n_rows, Ys, ldys, epi, scratch);
         return;
     }
@@ -296,11 +307,9 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
 void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, size_t max_bytes) {
     const int nth = tokd_pool_size(pool);
     if (nth == 1 || n_mats < 1 || nth > MAX_DECODE_CHUNKS / 4) return;
-    /* the split run_job would make */
-    if (pair && !(n_mats == 2 && Ws[0]->n_out == Ws[1]->n_out && same_act(Ws[0], Ws[1], 1))) pair = 0;
-    if (!pair)
-        for (int m = 1; m < n_mats; m++)
-            if (n_mats > MAX_MATS || !same_act(Ws[0], Ws[m], 1)) n_mats = 1; /* separate products: the first one */
+    /* the first region tokd_matmul_pair / tokd_matmul_n will run */
+    if (pair && !(n_mats == 2 && pair_region(Ws[0], Ws[1], 1))) pair = 0;
+    if (!pair && !one_region(n_mats, Ws, 1)) n_mats = 1; /* separate products: the first one */
     int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
     for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     const int64_t n_chunks = guided_bounds(bound, pair ? unit0[1] : unit0[n_mats], nth);
