@@ -297,7 +297,7 @@ static int validate_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, tok
  * (per-step medians; 64 KB and 512 KB measured alike; BENCHMARKS.md). */
 #define PREFETCH_BYTES ((size_t)256 << 10)
 static void prefetch_next(tokd_pool *pool, int32_t n, int n_mats, const tokd_matrix *const *Ws, int pair) {
-    if (n < 4) tokd_matmul_prefetch_next(pool, n_mats, Ws, pair, PREFETCH_BYTES);
+    tokd_matmul_prefetch_next(pool, n_mats, Ws, pair, n, PREFETCH_BYTES);
 }
 
 int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits, tokd_err *err) {

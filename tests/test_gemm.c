@@ -334,8 +334,9 @@ static void check_matmul_pair(void) {
 /* tokd_matmul_prefetch_next hands thread ith the start of the first chunk it will take in
  * the decode product (the guided split of matmul.c: chunk c is ceil(remaining / 2nth)
  * units of 16 rows, at least 4, and thread ith starts on chunk ith), capped at max_bytes
- * and at the end of that chunk's matrix; the next region takes the windows. Packed and
- * unpacked matrices, Q/K/V-like triples, the gate/up pair, and 2-3 threads. */
+ * and at the end of that chunk's matrix; the next region takes the windows; a product of
+ * 4 or more rows (prefill) gets none. Packed and unpacked matrices, Q/K/V-like triples,
+ * the gate/up pair, 1 or 3 rows, and 2-3 threads. */
 static void check_prefetch_windows(void) {
     const int64_t K = 512;
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_F32};
@@ -361,13 +362,15 @@ static void check_prefetch_windows(void) {
                 const tokd_matrix *pair[2] = {&M[1], &M[1]};
                 const tokd_matrix *const *Ws = mode == 2 ? pair : Mp;
                 for (size_t cap = 4096; cap <= ((size_t)1 << 20); cap *= 256) {
-                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, cap);
+                    tokd_pool_window w;
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, 4, cap);
+                    CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows for a product of 4 rows (prefill)");
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, nth == 3 ? 3 : 1, cap); /* 1 or 3 rows: decode */
                     int64_t units[3], total = 0;
                     for (int m = 0; m < n_mats; m++) total += units[m] = (Ws[m]->n_out + 15) / 16;
                     if (mode == 2) total = units[0];
                     int64_t start = 0;
                     for (int ith = 0; ith < nth; ith++) {
-                        tokd_pool_window w;
                         if (start >= total) { /* no chunk for this thread: no window */
                             bad += !(tokd_pool_pending_window(pool, ith, &w) && w.len == 0);
                             cases++;
@@ -392,7 +395,6 @@ static void check_prefetch_windows(void) {
                         cases++;
                         start = end;
                     }
-                    tokd_pool_window w;
                     float *Y = calloc(2048, sizeof(float)), *X = calloc((size_t)K, sizeof(float));
                     void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, 1) + 64);
                     tokd_matmul(pool, &M[0], X, K, 1, Y, M[0].n_out, scratch);

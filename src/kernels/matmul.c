@@ -304,12 +304,13 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
     tokd_pool_run(pool, epilogue_region, &e);
 }
 
-void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, size_t max_bytes) {
+void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, int64_t n_rows,
+                               size_t max_bytes) {
     const int nth = tokd_pool_size(pool);
-    if (nth == 1 || n_mats < 1 || nth > MAX_DECODE_CHUNKS / 4) return;
+    if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows >= 4 || nth > MAX_DECODE_CHUNKS / 4) return;
     /* the first region tokd_matmul_pair / tokd_matmul_n will run */
-    if (pair && !(n_mats == 2 && pair_region(Ws[0], Ws[1], 1))) pair = 0;
-    if (!pair && !one_region(n_mats, Ws, 1)) n_mats = 1; /* separate products: the first one */
+    if (pair && !(n_mats == 2 && pair_region(Ws[0], Ws[1], n_rows))) pair = 0;
+    if (!pair && !one_region(n_mats, Ws, n_rows)) n_mats = 1; /* separate products: the first one */
     int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
     for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     const int64_t n_chunks = guided_bounds(bound, pair ? unit0[1] : unit0[n_mats], nth);

@@ -35,11 +35,13 @@ int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows);
 
 /* Hands each pool thread the first bytes (at most max_bytes) that it will stream in the
- * next decode product (fewer than 4 rows) of these matrices, split as tokd_matmul_n
+ * next product of these matrices with n_rows activation rows, split as tokd_matmul_n
  * (pair = 0) or tokd_matmul_pair (pair = 1) splits it, to prefetch while it waits
  * after the next region (tokd_pool_prefetch_after_next). Call it just before that
- * region: the serial stages between products then overlap the weight stream. */
-void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, size_t max_bytes);
+ * region: the serial stages between products then overlap the weight stream. Decode
+ * only (fewer than 4 rows); prefill, bound by arithmetic, gets no windows. */
+void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, int64_t n_rows,
+                               size_t max_bytes);
 
 /* Y is n_rows x W->n_out (row stride ldy floats); X is n_rows x K (stride ldx).
  * scratch must hold tokd_matmul_scratch_bytes bytes (64-byte aligned). */
