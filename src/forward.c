@@ -296,11 +296,10 @@ static int validate_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, tok
  * in one process ran 1.3-1.8 % faster for Q4_0, 1.4 % for Q4_K_M and 0.5 % for Q8_0
  * (per-step medians; 64 KB and 512 KB measured alike; BENCHMARKS.md). */
 #define PREFETCH_BYTES ((size_t)256 << 10)
-/* The next product is of a, b, c (b and c may be NULL; pair: the gate/up pair). */
-static void announce(tokd_pool *pool, int32_t n, int pair, const tokd_matrix *a, const tokd_matrix *b,
-                     const tokd_matrix *c) {
+/* The next product is of a, b, c (b and c may be NULL). */
+static void announce(tokd_pool *pool, int32_t n, const tokd_matrix *a, const tokd_matrix *b, const tokd_matrix *c) {
     const tokd_matrix *Ws[3] = {a, b, c};
-    tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, pair, n, PREFETCH_BYTES);
+    tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, n, PREFETCH_BYTES);
 }
 
 int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits, tokd_err *err) {
@@ -342,17 +341,17 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             }
         }
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
-        announce(pool, n, 0, &L->wo, NULL, NULL);
+        announce(pool, n, &L->wo, NULL, NULL);
         tokd_pool_run(pool, attention_task, &aj);
-        announce(pool, n, 1, &L->w_gate, &L->w_up, NULL);
+        announce(pool, n, &L->w_gate, &L->w_up, NULL);
         tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
         add_into(pool, c->x, c->xb, (int64_t)n * E);
 
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
-        announce(pool, n, 0, &L->w_down, NULL, NULL);
+        announce(pool, n, &L->w_down, NULL, NULL);
         tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_n, c->act);
-        if (l + 1 < hp->n_layer) announce(pool, n, 0, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
-        else announce(pool, n, 0, &m->output, NULL, NULL);
+        if (l + 1 < hp->n_layer) announce(pool, n, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
+        else announce(pool, n, &m->output, NULL, NULL);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
         add_into(pool, c->x, c->xb, (int64_t)n * E);
     }

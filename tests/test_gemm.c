@@ -278,9 +278,10 @@ static void check_prep(void) {
     CHECK(bad == 0, "%lld SIMD activation preps differ from the scalar layout", (long long)bad);
 }
 
-/* tokd_matmul_pair: the gate/up product with SwiGLU applied chunk by chunk gives the bits
- * of two separate products and SwiGLU afterwards, packed or not, for 1 to 9 activation
- * rows on 1 to 3 threads, and through its fallback (types that share no activation rows,
+/* tokd_matmul_pair: the gate/up product with SwiGLU (chunk by chunk from 4 rows on, in a
+ * region after the product below that) gives the bits of two separate products and
+ * SwiGLU afterwards, packed or not, for 1 to 9 activation rows on 1 to 3 threads, and
+ * through its fallback (types that share no activation rows,
  * or matrices of different heights); Yb keeps the second product. */
 static void check_matmul_pair(void) {
     static const uint32_t sets[][2] = {{GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}, {GGML_TYPE_Q4_K, GGML_TYPE_Q4_K},
@@ -336,7 +337,8 @@ static void check_matmul_pair(void) {
  * units of 16 rows, at least 4, and thread ith starts on chunk ith), capped at max_bytes
  * and at the end of that chunk's matrix; the next region takes the windows; a product of
  * 4 or more rows (prefill) gets none. Packed and unpacked matrices, Q/K/V-like triples,
- * the gate/up pair, 1 or 3 rows, and 2-3 threads. */
+ * pairs (the gate/up pair decodes as two matrices in one region), 1 or 3 rows, and 2-3
+ * threads. */
 static void check_prefetch_windows(void) {
     const int64_t K = 512;
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_F32};
@@ -363,12 +365,11 @@ static void check_prefetch_windows(void) {
                 const tokd_matrix *const *Ws = mode == 2 ? pair : Mp;
                 for (size_t cap = 4096; cap <= ((size_t)1 << 20); cap *= 256) {
                     tokd_pool_window w;
-                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, 4, cap);
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, 4, cap);
                     CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows for a product of 4 rows (prefill)");
-                    tokd_matmul_prefetch_next(pool, n_mats, Ws, mode == 2, nth == 3 ? 3 : 1, cap); /* 1 or 3 rows: decode */
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, nth == 3 ? 3 : 1, cap); /* 1 or 3 rows: decode */
                     int64_t units[3], total = 0;
                     for (int m = 0; m < n_mats; m++) total += units[m] = (Ws[m]->n_out + 15) / 16;
-                    if (mode == 2) total = units[0];
                     int64_t start = 0;
                     for (int ith = 0; ith < nth; ith++) {
                         if (start >= total) { /* no chunk for this thread: no window */

@@ -36,11 +36,11 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
 
 /* Hands each pool thread the first bytes (at most max_bytes) that it will stream in the
  * next product of these matrices with n_rows activation rows, split as tokd_matmul_n
- * (pair = 0) or tokd_matmul_pair (pair = 1) splits it, to prefetch while it waits
+ * (or tokd_matmul_pair, the same in decode) splits it, to prefetch while it waits
  * after the next region (tokd_pool_prefetch_after_next). Call it just before that
  * region: the serial stages between products then overlap the weight stream. Decode
  * only (fewer than 4 rows); prefill, bound by arithmetic, gets no windows. */
-void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int pair, int64_t n_rows,
+void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
                                size_t max_bytes);
 
 /* Y is n_rows x W->n_out (row stride ldy floats); X is n_rows x K (stride ldx).
@@ -56,10 +56,11 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch);
 
 /* Ya = epi(Wa X, Wb X), row by row, for two matrices of the same height (the FFN's gate
- * and up projections with SwiGLU): each chunk of rows is computed in both matrices and
- * then passed through epi(ya, yb, n) (which writes ya) while the weights stream, instead
- * of in a region of its own afterwards. epi must compute each element from its own
- * inputs only, so the chunking changes no bit. Yb holds Wb X afterwards. */
+ * and up projections with SwiGLU). Prefill computes each chunk of rows in both matrices
+ * and then passes it through epi(ya, yb, n) (which writes ya) while the weights stream;
+ * decode (fewer than 4 rows) runs tokd_matmul_n and then epi in a region of its own,
+ * which streams the weights faster (matmul.c). epi must compute each element from its
+ * own inputs only, so the chunking changes no bit. Yb holds Wb X afterwards. */
 typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n);
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
                       int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
