@@ -45,12 +45,13 @@ static void q8_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_p
 
 static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     const int64_t nb = K / QK;
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < nb; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q4_0)) {
+    const size_t bb = TOKD_PACK_ROWS * sizeof(tokd_block_q4_0);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *sc = (uint8_t *)dst + tokd_pk_scales_at(b, bb), *v = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, bb);
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q4_0 *x = (const tokd_block_q4_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
-            memcpy(out + 2 * L, &x->d, 2);
-            for (int c = 0; c < 4; c++) memcpy(out + 32 + 64 * c + 4 * L, x->qs + 4 * c, 4);
+            memcpy(sc + 2 * L, &x->d, 2);
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
         }
     }
 }
@@ -63,18 +64,20 @@ static size_t q5_0_group_bytes(int64_t K) { return (size_t)(K / QK) * TOKD_PACK_
 static void q5_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 16); }
 static void q5_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 16); }
 static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < K / QK; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q5_0)) {
+    const int64_t nb = K / QK;
+    const size_t bb = TOKD_PACK_ROWS * sizeof(tokd_block_q5_0);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *sc = (uint8_t *)dst + tokd_pk_scales_at(b, bb), *v = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, bb);
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q5_0 *x = (const tokd_block_q5_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
             const uint32_t qh = tokd_load_u32le(x->qh);
-            memcpy(out + 2 * L, &x->d, 2);
-            for (int c = 0; c < 4; c++) memcpy(out + 32 + 64 * c + 4 * L, x->qs + 4 * c, 4);
+            memcpy(sc + 2 * L, &x->d, 2);
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
             for (int i = 0; i < 4; i++) {
                 uint8_t byte = 0;
                 for (int c = 0; c < 4; c++)
                     for (int h = 0; h < 2; h++) byte |= (uint8_t)(((qh >> (16 * h + 4 * c + i)) & 1) << (2 * c + h));
-                out[288 + 4 * L + i] = byte;
+                v[256 + 4 * L + i] = byte;
             }
         }
     }
@@ -84,13 +87,14 @@ static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
  * the AVX2 form). */
 static void q8_0_pack_offset(const void *rows, size_t row_bytes, void *dst, int64_t K, int offset) {
     const int64_t nb = K / QK;
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < nb; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q8_0)) {
+    const size_t bb = TOKD_PACK_ROWS * sizeof(tokd_block_q8_0);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *sc = (uint8_t *)dst + tokd_pk_scales_at(b, bb), *v = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, bb);
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q8_0 *x = (const tokd_block_q8_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
-            memcpy(out + 2 * L, &x->d, 2);
+            memcpy(sc + 2 * L, &x->d, 2);
             for (int g = 0; g < 8; g++)
-                for (int i = 0; i < 4; i++) out[32 + 64 * g + 4 * L + i] = (uint8_t)(x->qs[4 * g + i] + offset);
+                for (int i = 0; i < 4; i++) v[64 * g + 4 * L + i] = (uint8_t)(x->qs[4 * g + i] + offset);
         }
     }
 }

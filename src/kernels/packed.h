@@ -9,8 +9,16 @@
  * activation bytes then advances all 16 rows' block sums at once, with no horizontal
  * reductions, for decode (one activation row) and prefill (many) alike.
  *
- * Layout of group G (rows 16G .. 16G+15), block b, at G*group_bytes + b*block_bytes:
- *   16 fp16 scales (row order), then
+ * Layout of group G (rows 16G .. 16G+15): its blocks in pairs (2p, 2p+1) of
+ * 2*block_bytes at G*group_bytes + 2p*block_bytes: the two blocks' 16 fp16 scales (row
+ * order; block 2p's, then block 2p+1's: one 64-byte line), then block 2p's vectors, then
+ * block 2p+1's. A last block without a partner (odd K/32) is its scales, then its
+ * vectors. tokd_pk_scales_at / tokd_pk_vectors_at give the offsets. A Q4_0 block is 4.5
+ * lines, so with the scales side by side a pair is nine whole lines and every vector
+ * starts on a line: decode, which reads each weight line once, loads each line once
+ * (alternated in one process over the TinyLlama Q4_0 decode products, 2.6-3.9 % faster
+ * than blocks of scales then vectors, whose vectors straddle lines every other block;
+ * BENCHMARKS.md, tenth session). A block's vectors:
  *   Q4_0: 4 vectors of 64 bytes; vector c, byte 4L+i = qs[4c+i] of row L (low nibble:
  *         weight 4c+i, high nibble: weight 16+4c+i), stored as in the file (offset 8);
  *   Q8_0: 8 vectors of 64 bytes; vector g, byte 4L+i = qs[4g+i] of row L plus 128, as an
@@ -93,6 +101,17 @@ static inline __attribute__((always_inline)) void tokd_pk_page_prime(const void 
         const char *page = (const char *)(b & ~(uintptr_t)4095);
         for (int l = 0; l < TOKD_PK_PRIME_LINES; l++) __builtin_prefetch(page + 64 * l, 0, 3);
     }
+}
+
+/* Where block b (of nb, block_bytes each) of a packed 32-weight group keeps its 16 scales
+ * and its vectors (above). */
+static inline size_t tokd_pk_scales_at(int64_t b, size_t block_bytes) {
+    return (size_t)(b & ~(int64_t)1) * block_bytes + (size_t)(b & 1) * 32;
+}
+static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_bytes) {
+    const size_t pair = (size_t)(b & ~(int64_t)1) * block_bytes;
+    if ((b | 1) >= nb) return pair + 32; /* the last block, without a partner */
+    return pair + 64 + (size_t)(b & 1) * (block_bytes - 32);
 }
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows

@@ -57,26 +57,28 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const size_t block_bytes = q5 ? Q5_0_BLOCK_BYTES : BLOCK_BYTES;
-    for (int64_t b = 0; b < nb; b++, w += block_bytes) {
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *lin = w + (size_t)b * block_bytes; /* the block's share of the group's bytes */
+        const uint8_t *sc = w + tokd_pk_scales_at(b, block_bytes), *qv = w + tokd_pk_vectors_at(b, nb, block_bytes);
         if (R > 1)
-            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
         else
-            tokd_pk_page_prime(w, block_bytes);
+            tokd_pk_page_prime(lin, block_bytes);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i lo[4], hi[4];
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 + 64 * c + 32 * h));
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * c + 32 * h));
                 lo[c] = _mm256_and_si256(v, m4);
                 hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
                 if (q5) {
-                    const __m256i hv = _mm256_loadu_si256((const __m256i *)(w + 288 + 32 * h));
+                    const __m256i hv = _mm256_loadu_si256((const __m256i *)(qv + 256 + 32 * h));
                     lo[c] = PK_NAME(q5k_merge)(lo[c], hv, 2 * c);
                     hi[c] = PK_NAME(q5k_merge)(hi[c], hv, 2 * c + 1);
                 }
             }
-            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
                 __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
@@ -316,19 +318,21 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
     __m256 acc[MAX_R][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     const size_t dy_off = (size_t)nb * 32;
-    for (int64_t b = 0; b < nb; b++, w += Q8_0_BLOCK_BYTES) {
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *lin = w + (size_t)b * Q8_0_BLOCK_BYTES; /* the block's share of the group's bytes */
+        const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
         if (R > 1)
-            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
         else
-            tokd_pk_page_prime(w, Q8_0_BLOCK_BYTES);
+            tokd_pk_page_prime(lin, Q8_0_BLOCK_BYTES);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 16 * h)));
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
             __m256i s[MAX_R], t[MAX_R];
             for (int r = 0; r < R; r++) s[r] = t[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
             for (int g = 0; g < 8; g++) {
-                const __m256i v = _mm256_loadu_si256((const __m256i *)(w + 32 + 64 * g + 32 * h));
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * g + 32 * h));
                 const __m256i u = _mm256_sign_epi8(v, v);
                 for (int r = 0; r < R; r++) {
                     const __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(tokd_pk_ld_i32(act + (size_t)r * as + b * 32 + 4 * g)), v);

@@ -85,24 +85,26 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    for (int64_t b = 0; b < nb; b++, w += block_bytes) {
-        if (PF_DIST && R > 1) { /* decode (decode_group) primes pages instead */
+    for (int64_t b = 0; b < nb; b++) {
+        if (PF_DIST && R > 1) { /* the block's share of the group's bytes, PF_DIST ahead (decode primes pages) */
+            const uint8_t *at = w + (size_t)b * block_bytes + PF_DIST;
 #pragma GCC unroll 9
-            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)at + l, _MM_HINT_T0);
         }
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        const uint8_t *q = w + tokd_pk_vectors_at(b, nb, block_bytes);
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + tokd_pk_scales_at(b, block_bytes))));
         __m512i wv[8];
         if (kind != PK_Q8_0) {
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
-                __m512i v = load_once(w + 32 + 64 * c);
+                __m512i v = load_once(q + 64 * c);
                 wv[c] = _mm512_and_si512(v, m4);
                 wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             }
-            if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(w + 288));
+            if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
         } else {
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(w + 32 + 64 * g);
+            for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
@@ -116,13 +118,13 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-/* Decode reads every weight line once, and a 64-byte load that straddles two lines
- * costs a streaming core about a quarter of its read rate (BENCHMARKS.md: a read loop
- * with its loads 32 bytes off the line fell from 34-37 to 25 GB/s). Q4_0, Q5_0 and Q8_0
- * blocks (288, 352 and 544 bytes) are 32 bytes off the line every other block, so
- * decode walks them two at a time (9, 11 or 17 whole lines) with aligned loads only,
- * and rebuilds the straddling block's vectors from neighbouring lines with valignq.
- * The arithmetic per block is group_tile's for one activation row, in the same order. */
+/* Decode reads every weight line once. A pair of Q4_0, Q5_0 or Q8_0 blocks is 9, 11 or
+ * 17 whole lines (packed.h), so decode walks the blocks two at a time with every load on
+ * a line, when the block count is even (then every group starts on a line). With an odd
+ * count every other group lies 32 bytes off the lines, and its loads straddle them,
+ * which costs a streaming core about a quarter of its read rate (BENCHMARKS.md); real
+ * models' K (multiples of 64) never do that. The arithmetic per block is group_tile's
+ * for one activation row, in the same order. */
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
  * and one of fifth bits, Q8_0 8 of bytes. */
@@ -150,45 +152,31 @@ TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, const u
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
 }
 
-/* Block b at w, wherever it lies (unaligned loads). */
-TGT INLINE __m512 decode_block_at(int kind, const uint8_t *w, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
-    __m512i raw[8];
-    const int nv = PK_VECTORS(kind);
+/* The nv vectors at q, each loaded once. */
+TGT INLINE void load_vectors(__m512i *raw, const uint8_t *q, int nv) {
 #pragma GCC unroll 8
-    for (int g = 0; g < nv; g++) raw[g] = load_once(w + 32 + 64 * g);
-    return decode_block(kind, raw, _mm256_loadu_si256((const __m256i *)w), a, b, nb, acc);
-}
-
-/* Blocks b and b + 1 from the line-aligned w: lines 0..nv hold block b (scales in the
- * low half of line 0, vector g across lines g and g + 1) and block b + 1's scales (the
- * high half of line nv); lines nv + 1 .. 2nv are block b + 1's vectors. */
-TGT INLINE __m512 decode_block_pair(int kind, const uint8_t *w, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
-    const int nv = PK_VECTORS(kind);
-    __m512i line[9], raw[8];
-#pragma GCC unroll 9
-    for (int i = 0; i <= nv; i++) line[i] = _mm512_load_si512((const void *)(w + 64 * i));
-#pragma GCC unroll 8
-    for (int g = 0; g < nv; g++) raw[g] = _mm512_alignr_epi64(line[g + 1], line[g], 4);
-    acc = decode_block(kind, raw, _mm512_castsi512_si256(line[0]), a, b, nb, acc);
-#pragma GCC unroll 8
-    for (int g = 0; g < nv; g++) raw[g] = load_once(w + 64 * (nv + 1 + g));
-    return decode_block(kind, raw, _mm512_extracti64x4_epi64(line[nv], 1), a, b + 1, nb, acc);
+    for (int g = 0; g < nv; g++) raw[g] = load_once(q + 64 * g);
 }
 
 /* One group, one activation row. */
 TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8_t *a, float *y) {
     const size_t bb = PK_BLOCK_BYTES(kind);
+    const int nv = PK_VECTORS(kind);
     __m512 acc = _mm512_setzero_ps();
+    __m512i raw[8];
     int64_t b = 0;
-    if ((uintptr_t)w & 31) { /* not on the packed layout's 32-byte grid: no aligned pairs */
-        for (; b < nb; b++, w += bb) acc = decode_block_at(kind, w, a, b, nb, acc);
-    }
-    if (b < nb && ((uintptr_t)w & 63)) acc = decode_block_at(kind, w, a, b++, nb, acc), w += bb;
-    for (; b + 2 <= nb; b += 2, w += 2 * bb) {
+    for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
         tokd_pk_page_prime(w, 2 * bb);
-        acc = decode_block_pair(kind, w, a, b, nb, acc);
+        const __m512i sc = load_once(w);
+        load_vectors(raw, w + 64, nv);
+        acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), a, b, nb, acc);
+        load_vectors(raw, w + 64 + 64 * nv, nv);
+        acc = decode_block(kind, raw, _mm512_extracti64x4_epi64(sc, 1), a, b + 1, nb, acc);
     }
-    if (b < nb) acc = decode_block_at(kind, w, a, b, nb, acc);
+    if (b < nb) { /* the last block, alone: scales, then vectors */
+        load_vectors(raw, w + 32, nv);
+        acc = decode_block(kind, raw, _mm256_loadu_si256((const __m256i *)w), a, b, nb, acc);
+    }
     _mm512_storeu_ps(y, acc);
 }
 
