@@ -149,9 +149,11 @@ static inline uint8_t q6_u(const tokd_block_q6_K *x, int e) {
  * 128+4v+i); 16 vectors of top bits (vector h, lane L, byte i: bits 2k..2k+1 of weight
  * 64k+4h+i's top two bits, k < 4). 16 * 210 bytes, as in the file. */
 static void q6_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += TOKD_PACK_ROWS * sizeof(tokd_block_q6_K)) {
-        uint8_t *ds = out, *sc = out + 32, *nib = out + 288, *top = out + 288 + 2048;
+    const int64_t nb = K / TOKD_QK_K;
+    const size_t sb = TOKD_PACK_ROWS * sizeof(tokd_block_q6_K);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *ds = (uint8_t *)dst + tokd_pk_scales_at(b, sb), *sc = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, sb);
+        uint8_t *nib = sc + 256, *top = nib + 2048;
         memset(nib, 0, 2048 + 1024);
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q6_K *x = (const tokd_block_q6_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
@@ -188,15 +190,18 @@ static void q3_K_prep(const float *x, void *dst, int64_t K) { k16_prep(x, dst, K
  * (p = 0..7) is bits 2(p%4)..2(p%4)+1 of two-bit vector 8(p/4) + t, and bit p of high-bit
  * vector t; the kernel multiplies its unsigned value q + 4. */
 static void q3_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
-    uint8_t *out = dst;
-    for (int64_t b = 0; b < K / TOKD_QK_K; b++, out += Q3K_GROUP_SB)
+    const int64_t nb = K / TOKD_QK_K;
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *ds = (uint8_t *)dst + tokd_pk_scales_at(b, Q3K_GROUP_SB);
+        uint8_t *body = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, Q3K_GROUP_SB); /* scales, then the vectors */
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q3_K *x = (const tokd_block_q3_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
-            memcpy(out + 2 * L, &x->d, 2);
-            for (int j = 0; j < 16; j++) out[32 + 16 * j + L] = (uint8_t)(int8_t)tokd_q3k_scale(x->scales, j);
-            for (int v = 0; v < 16; v++) memcpy(out + 288 + 64 * v + 4 * L, x->qs + 4 * v, 4);
-            for (int t = 0; t < 8; t++) memcpy(out + 288 + 1024 + 64 * t + 4 * L, x->hmask + 4 * t, 4);
+            memcpy(ds + 2 * L, &x->d, 2);
+            for (int j = 0; j < 16; j++) body[16 * j + L] = (uint8_t)(int8_t)tokd_q3k_scale(x->scales, j);
+            for (int v = 0; v < 16; v++) memcpy(body + 256 + 64 * v + 4 * L, x->qs + 4 * v, 4);
+            for (int t = 0; t < 8; t++) memcpy(body + 256 + 1024 + 64 * t + 4 * L, x->hmask + 4 * t, 4);
         }
+    }
 }
 
 static float q3_K_ref_dot(int64_t K, const void *row, const void *act) {

@@ -49,6 +49,11 @@
  * q3_K_pack); activation rows as Q6_K's with -4 * each sum, and the same numerics as its
  * file layout's vec_dot. Q2_K too, with the file's own bytes (packed.c, q2_K_pack) and
  * Q4_K's vpdpwssd mins term over the activation's 16-element sums.
+ * Q6_K's and Q3_K's super-blocks (52.5 and 28.5 lines) are paired as the 32-weight
+ * blocks above: the two 32-byte d headers in one line, then each super-block's scales
+ * and vectors (tokd_pk_scales_at / tokd_pk_vectors_at with the super-block's bytes), so
+ * that none of their loads straddles a line. Q2_K, Q4_K and Q5_K super-blocks are whole
+ * lines (21, 37 and 45).
  *
  * Numerics of Q4_0/Q5_0/Q8_0 (the contract every implementation meets bit for bit;
  * ref_dot computes it from an unpacked row): out = 0; for each block b in order:

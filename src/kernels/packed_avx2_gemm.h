@@ -244,13 +244,15 @@ PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, 
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-        const uint8_t *wb = w;
-        for (int64_t b = 0; b < nb; b++, wb += sb_bytes) {
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
             if (h == 0) /* as Q4_K's */
-                for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
-            /* after d (and Q2_K's dmin): the scales, then Q6_K's nibbles and top bits, Q3_K's
-               two-bit and high-bit vectors, or Q2_K's two-bit vectors; this half's bytes */
-            const uint8_t *sc = wb + (kind == K16_Q2 ? 64 : 32), *q = sc + 256 + 32 * h;
+                for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
+            /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
+               top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
+               and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
+            const uint8_t *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
+            const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256 + 32 * h;
             const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048), *ab = act + (size_t)b * Q6K_ACT;
             sc += 8 * h;
             __m256i isum[MAX_R];

@@ -376,11 +376,14 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
-        /* after d (and Q2_K's dmin): the scales, then Q6_K's nibbles and top bits, Q3_K's
-           two-bit and high-bit vectors, or Q2_K's two-bit vectors */
-        const uint8_t *sc = w + (kind == K16_Q2 ? 64 : 32), *q = sc + 256;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
+        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
+        /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and top
+           bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K and
+           Q3_K super-blocks go in pairs, packed.h) */
+        const uint8_t *hdr = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
+        const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256;
         const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048);
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
@@ -404,7 +407,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
                 isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
             }
         }
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)hdr));
         if (kind == K16_Q2) {
             /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
             __m512i mp[8];
@@ -414,7 +417,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
                 __m512i hi = _mm512_srli_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 32 * i + 16))), 4);
                 mp[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
             }
-            const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
+            const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(hdr + 32)));
             mins_fold(R, 8, mp, isum, dx, dmx, act + (size_t)b * Q6K_ACT, as, acc);
         } else {
 #pragma GCC unroll 8
