@@ -366,6 +366,17 @@ TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
     __m512i hs = shift16(h, 2 - p);
     return _mm512_ternarylogic_epi32(hs, _mm512_set1_epi8(0x04), q2_group(q2, g), 0xEA); /* (hs & 4) | lo */
 }
+/* Q6_K's group i of sub-block jj + 4m from vectors loaded once (k16_tile): nl, nh the
+ * nibble vectors 4jj + i and 16 + 4jj + i, tp top-bit vector 4jj + i. Group g = 4(jj +
+ * 4m) + i takes nibble vector g & 31 (nh for odd m), its high nibbles from m = 2 on, and
+ * top bits 2m..2m+1: q6k_group's value. */
+TGT INLINE __m512i q6k_group_of(__m512i nl, __m512i nh, __m512i tp, int m) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i n = m & 1 ? nh : nl;
+    const __m512i lo = m < 2 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
+    return _mm512_ternarylogic_epi32(shift16(tp, 4 - 2 * m), m30, lo, 0xEA); /* (ts & m30) | lo */
+}
+
 TGT INLINE __m512i k16_group(int kind, const uint8_t *q, const uint8_t *top, int g) {
     return kind == K16_Q6 ? q6k_group(q, top, g) : kind == K16_Q3 ? q3k_group(q, top, g) : q2_group(q, g);
 }
@@ -388,10 +399,30 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
+        /* Q6_K: sub-blocks jj, jj + 4, jj + 8 and jj + 12 share their vectors (q6k_group_of),
+           so they go together and each line is loaded once; the integer sums are exact, so
+           their order changes no bit. The others take sub-blocks in order. */
+        __m512i nl[4], nh[4], tp[4];
 #pragma GCC unroll 16
-        for (int j = 0; j < 16; j++) {
-            const __m512i u0 = k16_group(kind, q, top, 4 * j), u1 = k16_group(kind, q, top, 4 * j + 1);
-            const __m512i u2 = k16_group(kind, q, top, 4 * j + 2), u3 = k16_group(kind, q, top, 4 * j + 3);
+        for (int jo = 0; jo < 16; jo++) {
+            const int j = kind == K16_Q6 ? (jo >> 2) + 4 * (jo & 3) : jo;
+            __m512i u0, u1, u2, u3;
+            if (kind == K16_Q6) {
+                const int jj = jo >> 2, m = jo & 3;
+                if (m == 0) {
+#pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++) {
+                        nl[i] = load_once(q + 64 * (4 * jj + i));
+                        nh[i] = load_once(q + 64 * (16 + 4 * jj + i));
+                        tp[i] = load_once(top + 64 * (4 * jj + i));
+                    }
+                }
+                u0 = q6k_group_of(nl[0], nh[0], tp[0], m), u1 = q6k_group_of(nl[1], nh[1], tp[1], m);
+                u2 = q6k_group_of(nl[2], nh[2], tp[2], m), u3 = q6k_group_of(nl[3], nh[3], tp[3], m);
+            } else {
+                u0 = k16_group(kind, q, top, 4 * j), u1 = k16_group(kind, q, top, 4 * j + 1);
+                u2 = k16_group(kind, q, top, 4 * j + 2), u3 = k16_group(kind, q, top, 4 * j + 3);
+            }
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
             const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
                                                : _mm512_cvtepi8_epi32(scb);
