@@ -377,6 +377,16 @@ TGT INLINE __m512i q6k_group_of(__m512i nl, __m512i nh, __m512i tp, int m) {
     return _mm512_ternarylogic_epi32(shift16(tp, 4 - 2 * m), m30, lo, 0xEA); /* (ts & m30) | lo */
 }
 
+/* Q2_K's / Q3_K's group from vectors loaded once (k16_tile): v the group's two-bit vector,
+ * s its bit pair, hv its high-bit vector and p that bit (Q3_K): q2_group's and
+ * q3k_group's values. */
+TGT INLINE __m512i q2_group_of(__m512i v, int s) {
+    return _mm512_and_si512(shift16(v, -2 * s), _mm512_set1_epi8(0x03));
+}
+TGT INLINE __m512i q3k_group_of(__m512i v, __m512i hv, int p, int s) {
+    return _mm512_ternarylogic_epi32(shift16(hv, 2 - p), _mm512_set1_epi8(0x04), q2_group_of(v, s), 0xEA);
+}
+
 TGT INLINE __m512i k16_group(int kind, const uint8_t *q, const uint8_t *top, int g) {
     return kind == K16_Q6 ? q6k_group(q, top, g) : kind == K16_Q3 ? q3k_group(q, top, g) : q2_group(q, g);
 }
@@ -399,30 +409,44 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
-        /* Q6_K: sub-blocks jj, jj + 4, jj + 8 and jj + 12 share their vectors (q6k_group_of),
-           so they go together and each line is loaded once; the integer sums are exact, so
-           their order changes no bit. The others take sub-blocks in order. */
-        __m512i nl[4], nh[4], tp[4];
+        /* Sub-blocks that share their vectors go together, so that each line is loaded once
+           (else GCC folds a load into every use). Q6_K: sub-blocks jj, jj + 4, jj + 8 and
+           jj + 12 (q6k_group_of). Q3_K and Q2_K: sub-block j = 2p + par takes two-bit
+           vectors 8(p / 4) + 4 par + i and high-bit vectors 4 par + i (group i), so the four
+           p of one p / 4 and one par share them. The integer sums are exact, so their order
+           changes no bit. */
+        __m512i va[4], vb[4], vc[4];
 #pragma GCC unroll 16
         for (int jo = 0; jo < 16; jo++) {
-            const int j = kind == K16_Q6 ? (jo >> 2) + 4 * (jo & 3) : jo;
-            __m512i u0, u1, u2, u3;
+            int j;
+            __m512i u[4];
             if (kind == K16_Q6) {
                 const int jj = jo >> 2, m = jo & 3;
+                j = jj + 4 * m;
                 if (m == 0) {
 #pragma GCC unroll 4
                     for (int i = 0; i < 4; i++) {
-                        nl[i] = load_once(q + 64 * (4 * jj + i));
-                        nh[i] = load_once(q + 64 * (16 + 4 * jj + i));
-                        tp[i] = load_once(top + 64 * (4 * jj + i));
+                        va[i] = load_once(q + 64 * (4 * jj + i));        /* low nibbles: m = 0, 2 */
+                        vb[i] = load_once(q + 64 * (16 + 4 * jj + i));   /* m = 1, 3 */
+                        vc[i] = load_once(top + 64 * (4 * jj + i));
                     }
                 }
-                u0 = q6k_group_of(nl[0], nh[0], tp[0], m), u1 = q6k_group_of(nl[1], nh[1], tp[1], m);
-                u2 = q6k_group_of(nl[2], nh[2], tp[2], m), u3 = q6k_group_of(nl[3], nh[3], tp[3], m);
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; i++) u[i] = q6k_group_of(va[i], vb[i], vc[i], m);
             } else {
-                u0 = k16_group(kind, q, top, 4 * j), u1 = k16_group(kind, q, top, 4 * j + 1);
-                u2 = k16_group(kind, q, top, 4 * j + 2), u3 = k16_group(kind, q, top, 4 * j + 3);
+                const int half = jo >> 3, par = (jo >> 2) & 1, k = jo & 3, p = 4 * half + k;
+                j = 2 * p + par;
+                if (k == 0) {
+#pragma GCC unroll 4
+                    for (int i = 0; i < 4; i++) {
+                        va[i] = load_once(q + 64 * (8 * half + 4 * par + i));
+                        vb[i] = kind == K16_Q3 ? load_once(top + 64 * (4 * par + i)) : va[i];
+                    }
+                }
+#pragma GCC unroll 4
+                for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group_of(va[i], vb[i], p, k) : q2_group_of(va[i], k);
             }
+            const __m512i u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
             const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
                                                : _mm512_cvtepi8_epi32(scb);
