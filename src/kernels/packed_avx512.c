@@ -342,53 +342,25 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
 #define Q2K_SB (16 * 84)
 enum { K16_Q6, K16_Q3, K16_Q2 };
 
-TGT INLINE __m512i q6k_group(const uint8_t *nib, const uint8_t *top, int g) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    __m512i n = _mm512_loadu_si512(nib + 64 * (g & 31));
-    __m512i lo = g < 32 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
-    __m512i t = _mm512_loadu_si512(top + 64 * (g & 15));
-    const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
-    __m512i ts = shift16(t, 4 - 2 * k);
-    return _mm512_ternarylogic_epi32(ts, m30, lo, 0xEA); /* (ts & m30) | lo */
-}
-
-/* Two-bit group g (weights 4g..4g+3 of each row, g = 8p + t) of Q2_K / Q3_K: bits
- * 2s..2s+1 (s = p % 4) of two-bit vector 8(p/4) + t. */
-TGT INLINE __m512i q2_group(const uint8_t *q2, int g) {
-    const int t = g & 7, p = g >> 3, s = p & 3;
-    __m512i v = _mm512_loadu_si512(q2 + 64 * (8 * (p >> 2) + t));
-    return _mm512_and_si512(shift16(v, -2 * s), _mm512_set1_epi8(0x03));
-}
-/* Q3_K: with bit p of high-bit vector t moved to bit 2. */
-TGT INLINE __m512i q3k_group(const uint8_t *q2, const uint8_t *hm, int g) {
-    const int t = g & 7, p = g >> 3;
-    __m512i h = _mm512_loadu_si512(hm + 64 * t);
-    __m512i hs = shift16(h, 2 - p);
-    return _mm512_ternarylogic_epi32(hs, _mm512_set1_epi8(0x04), q2_group(q2, g), 0xEA); /* (hs & 4) | lo */
-}
-/* Q6_K's group i of sub-block jj + 4m from vectors loaded once (k16_tile): nl, nh the
- * nibble vectors 4jj + i and 16 + 4jj + i, tp top-bit vector 4jj + i. Group g = 4(jj +
- * 4m) + i takes nibble vector g & 31 (nh for odd m), its high nibbles from m = 2 on, and
- * top bits 2m..2m+1: q6k_group's value. */
-TGT INLINE __m512i q6k_group_of(__m512i nl, __m512i nh, __m512i tp, int m) {
+/* The 16 rows' unsigned values of one group of four weights, from vectors loaded once
+ * (k16_tile walks the sub-blocks that share them together).
+ * Q6_K, group i of sub-block jj + 4m: its nibbles are the low (m < 2) or high (m >= 2)
+ * nibbles of nibble vector 4jj + i (nl, even m) or 16 + 4jj + i (nh, odd m), weights
+ * 4v + i and 128 + 4v + i of vector v; its top two bits are bits 2m..2m+1 of top-bit
+ * vector 4jj + i (tp), moved to bits 4..5. */
+TGT INLINE __m512i q6k_group(__m512i nl, __m512i nh, __m512i tp, int m) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
     const __m512i n = m & 1 ? nh : nl;
     const __m512i lo = m < 2 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
-    return _mm512_ternarylogic_epi32(shift16(tp, 4 - 2 * m), m30, lo, 0xEA); /* (ts & m30) | lo */
+    return _mm512_ternarylogic_epi32(shift16(tp, 4 - 2 * m), m30, lo, 0xEA); /* (top & m30) | lo */
 }
-
-/* Q2_K's / Q3_K's group from vectors loaded once (k16_tile): v the group's two-bit vector,
- * s its bit pair, hv its high-bit vector and p that bit (Q3_K): q2_group's and
- * q3k_group's values. */
-TGT INLINE __m512i q2_group_of(__m512i v, int s) {
+/* Q2_K / Q3_K, group g = 8p + t (weights 4g..4g+3): bits 2s..2s+1 (s = p % 4) of two-bit
+ * vector 8(p/4) + t (v); Q3_K with bit p of high-bit vector t (hv) moved to bit 2. */
+TGT INLINE __m512i q2_group(__m512i v, int s) {
     return _mm512_and_si512(shift16(v, -2 * s), _mm512_set1_epi8(0x03));
 }
-TGT INLINE __m512i q3k_group_of(__m512i v, __m512i hv, int p, int s) {
-    return _mm512_ternarylogic_epi32(shift16(hv, 2 - p), _mm512_set1_epi8(0x04), q2_group_of(v, s), 0xEA);
-}
-
-TGT INLINE __m512i k16_group(int kind, const uint8_t *q, const uint8_t *top, int g) {
-    return kind == K16_Q6 ? q6k_group(q, top, g) : kind == K16_Q3 ? q3k_group(q, top, g) : q2_group(q, g);
+TGT INLINE __m512i q3k_group(__m512i v, __m512i hv, int p, int s) {
+    return _mm512_ternarylogic_epi32(shift16(hv, 2 - p), _mm512_set1_epi8(0x04), q2_group(v, s), 0xEA); /* (hv & 4) | lo */
 }
 
 TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
@@ -411,7 +383,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
         /* Sub-blocks that share their vectors go together, so that each line is loaded once
            (else GCC folds a load into every use). Q6_K: sub-blocks jj, jj + 4, jj + 8 and
-           jj + 12 (q6k_group_of). Q3_K and Q2_K: sub-block j = 2p + par takes two-bit
+           jj + 12 (q6k_group). Q3_K and Q2_K: sub-block j = 2p + par takes two-bit
            vectors 8(p / 4) + 4 par + i and high-bit vectors 4 par + i (group i), so the four
            p of one p / 4 and one par share them. The integer sums are exact, so their order
            changes no bit. */
@@ -432,7 +404,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
                     }
                 }
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) u[i] = q6k_group_of(va[i], vb[i], vc[i], m);
+                for (int i = 0; i < 4; i++) u[i] = q6k_group(va[i], vb[i], vc[i], m);
             } else {
                 const int half = jo >> 3, par = (jo >> 2) & 1, k = jo & 3, p = 4 * half + k;
                 j = 2 * p + par;
@@ -444,7 +416,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
                     }
                 }
 #pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group_of(va[i], vb[i], p, k) : q2_group_of(va[i], k);
+                for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group(va[i], vb[i], p, k) : q2_group(va[i], k);
             }
             const __m512i u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
