@@ -12,7 +12,8 @@
  *
  * Machine limits, measured with the same thread count on the same thread pool:
  *   memory read bandwidth — every thread streams its slice of a buffer far larger than
- *       the caches (512 MiB) with the widest loads the CPU has; median over passes;
+ *       the caches (512 MiB) with the widest loads the CPU has, priming each page a page
+ *       ahead as the decode kernels do (bench.c); median over passes;
  *   arithmetic peak — a tight loop of independent int8 multiply-accumulates (AVX-512
  *       VNNI vpdpbusd, AVX-VNNI, or AVX2 vpmaddubsw) and of f32 FMAs, in registers only;
  *       best of a few runs.
