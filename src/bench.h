@@ -18,7 +18,7 @@
  *       VNNI vpdpbusd, AVX-VNNI, or AVX2 vpmaddubsw) and of f32 FMAs, in registers only;
  *       best of a few runs.
  * The host's memory speed drifts (on the shared machines here the same probe reads
- * 35..70 GB/s from one minute to the next), so the bandwidth tg is compared with is
+ * 38..80 GB/s from one minute to the next), so the bandwidth tg is compared with is
  * measured again right after each tg repetition (3 passes, in the same seconds), and
  * tg's share is the median over repetitions of that repetition's share.
  * Derived: tg's limit = bandwidth / bytes read per decoded token (every weight matrix,

@@ -377,8 +377,13 @@ static void check_prefetch_windows(void) {
                             cases++;
                             continue;
                         }
-                        int64_t size = (total - start + 2 * nth - 1) / (2 * nth);
-                        if (size < 4) size = 4;
+                        /* each thread's first chunk: an equal share of 4/5 of the units when
+                           that is at least 4 units, else the guided size */
+                        int64_t size = total * 4 / (5 * nth);
+                        if (size < 4) {
+                            size = (total - start + 2 * nth - 1) / (2 * nth);
+                            if (size < 4) size = 4;
+                        }
                         int64_t end = start + size < total ? start + size : total;
                         int m = 0;
                         int64_t u = start;

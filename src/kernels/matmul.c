@@ -7,14 +7,19 @@
  * vec_dot / vec_dot4 call, so which thread computes it changes nothing.
  *
  * Decode (fewer than 4 activation rows): a chunk is a contiguous run of weight rows,
- * streamed once. Chunks shrink as the region goes on (guided scheduling: each is
+ * streamed once. Each thread's first chunk is an equal share of 4/5 of the rows; the
+ * rest go in chunks that shrink as the region goes on (guided scheduling: each is
  * 1/(2*nth) of the rows not yet handed out, at least MIN_DECODE_UNITS units), so the
- * streams are long at first and the threads finish within a small chunk of each other.
- * With equal chunks (four per thread) the threads of a TinyLlama decode step finished
- * a median 10 us and a 90th percentile 37 us apart, in regions of ~125 us; guided, 1.4
- * and 4 us, and the step's products ran 2-5 % faster. The boundaries depend only on the
- * shapes and the thread count, and no output depends on them; so tokd_matmul_prefetch_next
- * can tell each thread, before the product, where its first chunk starts.
+ * threads finish within a small chunk of each other. With equal chunks (four per
+ * thread) the threads of a TinyLlama decode step finished a median 10 us and a 90th
+ * percentile 37 us apart, in regions of ~125 us; guided from the start, 1.4 and 4 us,
+ * and the step's products ran 2-5 % faster. Every chunk is a new stream that the
+ * prefetchers must pick up again, so the long first chunks cut their count: alternated
+ * step by step with guided from the start, 1.018 and 1.026 for Q4_0, 1.025 for
+ * Q4_K_M, 1.001 for Q8_0 (medians of 9-11 rounds; BENCHMARKS.md, eleventh session).
+ * The boundaries depend only on the shapes and the thread count, and no output depends
+ * on them; so tokd_matmul_prefetch_next can tell each thread, before the product, where
+ * its first chunk starts.
  *
  * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
@@ -196,10 +201,14 @@ static void matmul_region(void *arg, int ith, int nth) {
     (void)nth;
 }
 
-/* Guided chunk boundaries over n_units units for nth threads (decode); returns the
- * number of chunks. The last one takes whatever the table has no room for. */
+/* Decode chunk boundaries over n_units units for nth threads (above): chunk ith < nth
+ * is thread ith's first; returns the number of chunks. The last one takes whatever the
+ * table has no room for. */
 static int64_t guided_bounds(int64_t *bound, int64_t n_units, int nth) {
     int64_t n = 0, start = 0;
+    const int64_t first = n_units * 4 / (5 * (int64_t)nth);
+    if (first >= MIN_DECODE_UNITS)
+        for (int t = 0; t < nth; t++, start += first) bound[n++] = start;
     while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
         int64_t size = (n_units - start + 2 * nth - 1) / (2 * nth);
         if (size < MIN_DECODE_UNITS) size = MIN_DECODE_UNITS;
