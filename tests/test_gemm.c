@@ -377,9 +377,9 @@ static void check_prefetch_windows(void) {
                             cases++;
                             continue;
                         }
-                        /* each thread's first chunk: an equal share of 4/5 of the units when
+                        /* each thread's first chunk: an equal share of 9/10 of the units when
                            that is at least 4 units, else the guided size */
-                        int64_t size = total * 4 / (5 * nth);
+                        int64_t size = total * 9 / (10 * nth);
                         if (size < 4) {
                             size = (total - start + 2 * nth - 1) / (2 * nth);
                             if (size < 4) size = 4;

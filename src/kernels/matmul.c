@@ -7,7 +7,7 @@
  * vec_dot / vec_dot4 call, so which thread computes it changes nothing.
  *
  * Decode (fewer than 4 activation rows): a chunk is a contiguous run of weight rows,
- * streamed once. Each thread's first chunk is an equal share of 4/5 of the rows; the
+ * streamed once. Each thread's first chunk is an equal share of 9/10 of the rows; the
  * rest go in chunks that shrink as the region goes on (guided scheduling: each is
  * 1/(2*nth) of the rows not yet handed out, at least MIN_DECODE_UNITS units), so the
  * threads finish within a small chunk of each other. With equal chunks (four per
@@ -15,8 +15,9 @@
  * percentile 37 us apart, in regions of ~125 us; guided from the start, 1.4 and 4 us,
  * and the step's products ran 2-5 % faster. Every chunk is a new stream that the
  * prefetchers must pick up again, so the long first chunks cut their count: alternated
- * step by step with guided from the start, 1.018 and 1.026 for Q4_0, 1.025 for
- * Q4_K_M, 1.001 for Q8_0 (medians of 9-11 rounds; BENCHMARKS.md, eleventh session).
+ * step by step, first chunks of 4/5 against guided from the start gave 1.018 and 1.026
+ * for Q4_0, 1.025 and 1.008 for Q4_K_M, 1.001 for Q8_0; 9/10 against 4/5, 1.019, 1.006
+ * and 1.015 (medians of 9-11 rounds; BENCHMARKS.md, eleventh session).
  * The boundaries depend only on the shapes and the thread count, and no output depends
  * on them; so tokd_matmul_prefetch_next can tell each thread, before the product, where
  * its first chunk starts.
@@ -206,7 +207,7 @@ static void matmul_region(void *arg, int ith, int nth) {
  * table has no room for. */
 static int64_t guided_bounds(int64_t *bound, int64_t n_units, int nth) {
     int64_t n = 0, start = 0;
-    const int64_t first = n_units * 4 / (5 * (int64_t)nth);
+    const int64_t first = n_units * 9 / (10 * (int64_t)nth);
     if (first >= MIN_DECODE_UNITS)
         for (int t = 0; t < nth; t++, start += first) bound[n++] = start;
     while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
