@@ -204,11 +204,12 @@ static void matmul_region(void *arg, int ith, int nth) {
 
 /* Decode chunk boundaries over n_units units for nth threads (above): chunk ith < nth
  * is thread ith's first; returns the number of chunks. The last one takes whatever the
- * table has no room for. */
-static int64_t guided_bounds(int64_t *bound, int64_t n_units, int nth) {
+ * table has no room for. With more threads than a quarter of the table, the chunks are
+ * guided from the start. */
+static int64_t decode_bounds(int64_t *bound, int64_t n_units, int nth) {
     int64_t n = 0, start = 0;
     const int64_t first = n_units * 9 / (10 * (int64_t)nth);
-    if (first >= MIN_DECODE_UNITS)
+    if (first >= MIN_DECODE_UNITS && nth <= MAX_DECODE_CHUNKS / 4)
         for (int t = 0; t < nth; t++, start += first) bound[n++] = start;
     while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
         int64_t size = (n_units - start + 2 * nth - 1) / (2 * nth);
@@ -274,7 +275,7 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
     const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
     if (n_rows < 4) {
         j.chunk_units = 0;
-        j.n_chunks = guided_bounds(j.bound, n_units, nth);
+        j.n_chunks = decode_bounds(j.bound, n_units, nth);
     } else {
         j.chunk_units = TILE / UNIT;
         j.n_chunks = (n_units + j.chunk_units - 1) / j.chunk_units;
@@ -326,7 +327,7 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
     if (!one_region(n_mats, Ws, n_rows)) n_mats = 1; /* separate products: the first one */
     int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
     for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
-    const int64_t n_chunks = guided_bounds(bound, unit0[n_mats], nth);
+    const int64_t n_chunks = decode_bounds(bound, unit0[n_mats], nth);
     tokd_pool_window win[MAX_DECODE_CHUNKS / 4];
     for (int ith = 0; ith < nth; ith++) {
         win[ith] = (tokd_pool_window){NULL, 0};
