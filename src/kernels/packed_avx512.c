@@ -182,7 +182,8 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
 
 /* Decode walks each group as one stream and primes the pages ahead (packed.h); the
  * K-quant tiles below prefetch every line ahead for decode too, which measured better
- * for them (their super-blocks are 1.8-3.3 KB). Q4_0 groups once went two at a time as
+ * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (kq_prefetch).
+ * Q4_0 groups once went two at a time as
  * two prefetched streams when longer than 32 KB: with priming, one stream was 20 %
  * faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md, seventh session). */
 
@@ -325,6 +326,19 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
     }
 }
 
+/* A K-quant super-block's prefetches: each of its lines PF_DIST ahead, for decode (R = 1)
+ * and prefill alike. Decode also primes the page beyond that window (packed.h): without
+ * the hardware prefetcher's help the K-quant kernels read at about half the probe's rate
+ * (no software prefetch), so the per-line prefetches carry the stream, and a page primed
+ * ahead of them starts it there early. Alternated step by step in one process (TinyLlama
+ * Q4_K_M, 2 threads, medians of 9 rounds), decode with the priming ran 1.018-1.035 times
+ * as fast in five runs; both variants identical read 0.995 and 1.005 (BENCHMARKS.md,
+ * twelfth session). */
+TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
+    for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
+    if (R == 1) tokd_pk_page_prime(sb + PF_DIST, sb_bytes);
+}
+
 /* ---- Q6_K, Q3_K and Q2_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
  * unsigned values (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K:
@@ -371,7 +385,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
+        kq_prefetch(lin, sb_bytes, R);
         /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and top
            bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K and
            Q3_K super-blocks go in pairs, packed.h) */
@@ -525,7 +539,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)w + PF_DIST + l, _MM_HINT_T0);
+        kq_prefetch(w, sb_bytes, R);
         const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
