@@ -93,7 +93,8 @@ static inline float tokd_pk_ld_f32(const uint8_t *p) {
  * arrive (a prefetch never faults, so priming past a matrix's end is harmless). Measured on
  * the TinyLlama matrices (BENCHMARKS.md, seventh session): Q4_0 decode products 78 ->
  * 95 % of the read probe; prefetching every line ahead instead (what prefill does) was
- * slower than nothing for Q4_0 decode, so the two are kept apart. */
+ * slower than nothing for Q4_0 decode. Some kernels prefetch every line as well as
+ * priming (packed_avx512.c says which, and why). */
 #ifndef TOKD_PK_PRIME_DIST
 #define TOKD_PK_PRIME_DIST 4096
 #endif

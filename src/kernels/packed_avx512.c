@@ -127,10 +127,12 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * for one activation row, in the same order. */
 
 /* Q4_0 and Q5_0 decode also prefetch each line of their stream this far ahead, besides
- * priming pages. Alternated step by step in one process (TinyLlama shape, 2 threads,
- * medians of 9 rounds): Q4_0 1.063, 1.066 and 1.112 with it, Q5_0 1.170 (2048 ahead: Q4_0
- * 1.015-1.061; 1024: 0.997; 6144: 1.044 and 0.941). Q8_0, with half the arithmetic per
- * byte, streams at 94-96 % of the probe on priming alone and measured 0.956-1.020. */
+ * priming pages. Each model's decode products alone, two builds alternated in one
+ * process (TinyLlama shape, 2 threads, medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069,
+ * Q5_0 1.069; whole `tokd bench` runs alternated with the build before, Q4_0 ahead in 5
+ * of 7 pairs. Q8_0, with half the
+ * arithmetic per byte, streams at 94-96 % of the probe on priming alone: 4 KB ahead gave
+ * it 0.918 and 0.952, and it lost 6 of 6 whole-run pairs. */
 #define DECODE_LINE_PF 3072
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
@@ -339,10 +341,9 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
  * and prefill alike. Decode also primes the page beyond that window (packed.h): without
  * the hardware prefetcher's help the K-quant kernels read at about half the probe's rate
  * (no software prefetch), so the per-line prefetches carry the stream, and a page primed
- * ahead of them starts it there early. Alternated step by step in one process (TinyLlama
- * Q4_K_M, 2 threads, medians of 9 rounds), decode with the priming ran 1.018-1.035 times
- * as fast in five runs; both variants identical read 0.995 and 1.005 (BENCHMARKS.md,
- * twelfth session). */
+ * ahead of them starts it there early. Q4_K_M's decode products alone, two builds
+ * alternated in one process (TinyLlama shape, 2 threads, medians of 7 rounds): 1.048 and
+ * 1.086 with the priming (BENCHMARKS.md, twelfth session). */
 TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
     for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
     if (R == 1) tokd_pk_page_prime(sb + PF_DIST, sb_bytes);
