@@ -130,9 +130,8 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * priming pages. Each model's decode products alone, two builds alternated in one
  * process (TinyLlama shape, 2 threads, medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069,
  * Q5_0 1.069; whole `tokd bench` runs alternated with the build before, Q4_0 ahead in 5
- * of 7 pairs. Q8_0, with half the
- * arithmetic per byte, streams at 94-96 % of the probe on priming alone: 4 KB ahead gave
- * it 0.918 and 0.952, and it lost 6 of 6 whole-run pairs. */
+ * of 7 pairs. Q8_0, with half the arithmetic per byte, streams at 94-96 % of the probe on
+ * priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6 whole-run pairs. */
 #define DECODE_LINE_PF 3072
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
