@@ -129,9 +129,11 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
 /* Q4_0 and Q5_0 decode also prefetch each line of their stream this far ahead, besides
  * priming pages. Each model's decode products alone, two builds alternated in one
  * process (TinyLlama shape, 2 threads, medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069,
- * Q5_0 1.069; whole `tokd bench` runs alternated with the build before, Q4_0 ahead in 5
- * of 7 pairs. Q8_0, with half the arithmetic per byte, streams at 94-96 % of the probe on
- * priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6 whole-run pairs. */
+ * Q5_0 1.069, where two identical builds read 1.035 and 1.037 (the harness's own lean);
+ * whole `tokd bench` runs alternated with the build before: Q4_0 ahead in 5 of 7 pairs,
+ * median share 81.7 % against 80.7 %. A small gain, kept. Q8_0, with half the arithmetic
+ * per byte, streams at 94-96 % of the probe on priming alone: 4 KB ahead gave it 0.918 and
+ * 0.952, and it lost 6 of 6 whole-run pairs. */
 #define DECODE_LINE_PF 3072
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
@@ -342,7 +344,9 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
  * (no software prefetch), so the per-line prefetches carry the stream, and a page primed
  * ahead of them starts it there early. Q4_K_M's decode products alone, two builds
  * alternated in one process (TinyLlama shape, 2 threads, medians of 7 rounds): 1.048 and
- * 1.086 with the priming (BENCHMARKS.md, twelfth session). */
+ * 1.086 with the priming, where identical builds read 1.035 and 1.037 (BENCHMARKS.md,
+ * twelfth session). Priming 8 or 16 lines a page, or a page further on, or other
+ * per-line distances (4 KB, 9 KB) measured no better. */
 TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
     for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
     if (R == 1) tokd_pk_page_prime(sb + PF_DIST, sb_bytes);
