@@ -195,9 +195,9 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
 /* Decode walks each group as one stream and primes the pages ahead (packed.h); the
  * K-quant tiles below prefetch every line ahead for decode too, which measured better
  * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (kq_prefetch).
- * Q4_0 groups once went two at a time as
- * two prefetched streams when longer than 32 KB: with priming, one stream was 20 %
- * faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md, seventh session). */
+ * Q4_0 groups once went two at a time as two prefetched streams when longer than 32 KB:
+ * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
+ * seventh session). */
 
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
