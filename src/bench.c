@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/packed.h"
+#include "kernels/page_prime.h"
 #include "model.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -29,7 +29,7 @@ void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n) {
 /* ---- memory read bandwidth ------------------------------------------------------------ *
  * The limit tg is held to is the fastest rate at which a core can read memory, so the
  * probe reads the way the fastest reader does: wide loads, and each page's first lines
- * prefetched a page ahead (tokd_pk_page_prime, as the decode kernels do), because the
+ * prefetched a page ahead (tokd_page_prime, as the decode kernels do), because the
  * hardware prefetcher stops at every 4 KB page. A plain read loop, without the priming,
  * read 27-31 GB/s on this machine in the minutes the primed one read 42-46 (2 threads,
  * alternated pass by pass, BENCHMARKS.md eleventh session): against it, kernels that
@@ -40,7 +40,7 @@ static volatile uint64_t bench_sink;
 __attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p, size_t n) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 256 <= n; i += 256) {
-        tokd_pk_page_prime(p + i, 256);
+        tokd_page_prime(p + i, 256);
         a0 = _mm512_xor_si512(a0, _mm512_load_si512((const void *)(p + i)));
         a1 = _mm512_xor_si512(a1, _mm512_load_si512((const void *)(p + i + 64)));
         a2 = _mm512_xor_si512(a2, _mm512_load_si512((const void *)(p + i + 128)));
@@ -53,7 +53,7 @@ __attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p,
 __attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, size_t n) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 128 <= n; i += 128) {
-        tokd_pk_page_prime(p + i, 128);
+        tokd_page_prime(p + i, 128);
         a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(p + i)));
         a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(p + i + 32)));
         a2 = _mm256_xor_si256(a2, _mm256_load_si256((const __m256i *)(p + i + 64)));
@@ -66,7 +66,7 @@ __attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, size
 static uint64_t read_scalar(const uint8_t *p, size_t n) {
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (size_t i = 0; i + 32 <= n; i += 32) {
-        tokd_pk_page_prime(p + i, 32);
+        tokd_page_prime(p + i, 32);
         uint64_t w[4];
         memcpy(w, p + i, 32);
         a0 ^= w[0];

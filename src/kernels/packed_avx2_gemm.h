@@ -63,7 +63,7 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         if (R > 1)
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
         else
-            tokd_pk_page_prime(lin, block_bytes);
+            tokd_page_prime(lin, block_bytes);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i lo[4], hi[4];
@@ -326,7 +326,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
         if (R > 1)
             for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
         else
-            tokd_pk_page_prime(lin, Q8_0_BLOCK_BYTES);
+            tokd_page_prime(lin, Q8_0_BLOCK_BYTES);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));

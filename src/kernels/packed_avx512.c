@@ -18,7 +18,7 @@
 /* Software prefetch distance in bytes of the group's stream. Medians of interleaved
  * runs, 2048-row matrices from DRAM, one thread: 16 activation rows 150-183 G MAC/s
  * without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the 32-weight types
- * primes pages instead (packed.h). */
+ * primes pages instead (page_prime.h). */
 #ifndef PF_DIST
 #define PF_DIST 6144
 #endif
@@ -176,7 +176,7 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     __m512i raw[8];
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
-        tokd_pk_page_prime(w, 2 * bb);
+        tokd_page_prime(w, 2 * bb);
         if (kind != PK_Q8_0)
             for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + DECODE_LINE_PF + l, _MM_HINT_T0);
         const __m512i sc = load_once(w);
@@ -192,7 +192,7 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     _mm512_storeu_ps(y, acc);
 }
 
-/* Decode walks each group as one stream and primes the pages ahead (packed.h); the
+/* Decode walks each group as one stream and primes the pages ahead (page_prime.h); the
  * K-quant tiles below prefetch every line ahead for decode too, which measured better
  * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (kq_prefetch).
  * Q4_0 groups once went two at a time as two prefetched streams when longer than 32 KB:
@@ -339,7 +339,7 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
 }
 
 /* A K-quant super-block's prefetches: each of its lines PF_DIST ahead, for decode (R = 1)
- * and prefill alike. Decode also primes the page beyond that window (packed.h): without
+ * and prefill alike. Decode also primes the page beyond that window (page_prime.h): without
  * the hardware prefetcher's help the K-quant kernels read at about half the probe's rate
  * (no software prefetch), so the per-line prefetches carry the stream, and a page primed
  * ahead of them starts it there early. Q4_K_M's decode products alone, two builds
@@ -349,7 +349,7 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
  * per-line distances (4 KB, 9 KB) measured no better. */
 TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
     for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
-    if (R == 1) tokd_pk_page_prime(sb + PF_DIST, sb_bytes);
+    if (R == 1) tokd_page_prime(sb + PF_DIST, sb_bytes);
 }
 
 /* ---- Q6_K, Q3_K and Q2_K ----
