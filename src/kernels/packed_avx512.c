@@ -351,6 +351,19 @@ TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
     for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
     if (R == 1) tokd_page_prime(sb + PF_DIST, sb_bytes);
 }
+/* Q4_K and Q5_K decode spread those prefetches instead: quarter c of the super-block's
+ * lines, PF_DIST ahead, as the kernel loads quarter c of its nibbles (the page priming
+ * stays at the super-block's start). One thread's contiguous Q4_K stream, two builds
+ * alternated with the read probe (300 MB, two threads, medians of 15): 1.070, 1.043 and
+ * 1.040 against the burst, where identical builds read 1.039, 0.983 and 1.015; whole
+ * `tokd bench` tg runs alternated with the build before: Q4_K_M ahead in 8 of 8 pairs
+ * (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3. Eighths (one per sub-block) read 0.93-0.95
+ * against the burst, halves 0.98-1.05 against quarters. Q6_K's tile lost with every split
+ * tried (quarters and halves 0.95-1.02, sixteenths 0.55-0.74), so it keeps the burst. */
+TGT INLINE void kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, int c) {
+    const size_t l0 = c * sb_bytes / 256, l1 = (c + 1) * sb_bytes / 256;
+    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)sb + PF_DIST + 64 * l, _MM_HINT_T0);
+}
 
 /* ---- Q6_K, Q3_K and Q2_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
@@ -552,7 +565,8 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        kq_prefetch(w, sb_bytes, R);
+        if (R > 1) kq_prefetch(w, sb_bytes, R);
+        else tokd_page_prime(w + PF_DIST, sb_bytes);
         const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
@@ -562,6 +576,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
             __m512i raw[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) raw[t] = load_once(q + 64 * (8 * c + t));
+            if (R == 1) kq_prefetch_quarter(w, sb_bytes, c);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
