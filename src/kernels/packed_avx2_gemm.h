@@ -62,8 +62,10 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         const uint8_t *sc = w + tokd_pk_scales_at(b, block_bytes), *qv = w + tokd_pk_vectors_at(b, nb, block_bytes);
         if (R > 1)
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
-        else
+        else { /* decode: pages primed, and every line DECODE_LINE_PF ahead (packed_avx2.c) */
             tokd_page_prime(lin, block_bytes);
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + DECODE_LINE_PF + l, _MM_HINT_T0);
+        }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i lo[4], hi[4];
@@ -116,9 +118,8 @@ PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uin
  * steps each, then sum * scale joins the integer sum (exact, so in any order); the mins
  * term is four vpmaddwd of (min 2i, min 2i+1) pairs with the activation's 32-element sums
  * (vpdpwssd's integer). Float steps: out + ((dx*dy) * sumi - (dmx*dy) * summ), as the
- * file layout's vec_dot. The first half's pass prefetches the super-blocks ahead (the
- * second finds them in cache): with one activation row streamed from memory, tg on the
- * AVX2 path went 52-54 -> 68 tok/s for Q4_K_M, and Q5_K reads twice as fast. */
+ * file layout's vec_dot. The pass that streams the group prefetches the super-blocks
+ * ahead (k4_tile says which pass that is). */
 
 /* Sub-blocks 2c and 2c+1 of super-block b for rows 8h..8h+7 (q, qh: this half's bytes of
  * the quant and high-bit vectors; sc: of the scales), into isum[0..R). */
@@ -150,36 +151,66 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
     }
 }
 
+/* Rows 8h..8h+7 of super-block wb (activation bytes ab) into acc[0..R): the super-block's
+ * integer sums, then its float step. pf (the pass that streams the group): prefetch the
+ * super-block's lines PF_DIST ahead, a quarter before each of its four sub-block pairs for
+ * decode (R = 1), where packed_avx512.c's kq_prefetch_quarter says why, else all at once. */
+PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
+                                       __m256 *acc) {
+    const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
+    if (pf && R > 1)
+        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
+    if (pf && R == 1) tokd_page_prime(wb + PF_DIST, sb_bytes);
+    const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
+    __m256i isum[MAX_R];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
+        if (pf && R == 1)
+            for (size_t l = c * sb_bytes / 256; l < (c + 1) * sb_bytes / 256; l++)
+                _mm_prefetch((const char *)wb + PF_DIST + 64 * l, _MM_HINT_T0);
+        PK_NAME(k4_pair)(q5, c, q, qh, sc, ab, as, R, isum);
+    }
+    __m256i mp[4];
+    for (int i = 0; i < 4; i++) {
+        const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i))));
+        const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i + 1))));
+        mp[i] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+    }
+    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+    const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+    PK_NAME(mins_fold)(R, 4, mp, isum, dx, dmx, ab, as, acc);
+}
+
+/* Several activation rows: one half of the rows at a time over the whole group (three
+ * registers a row), the first pass streaming the group and the second finding it in
+ * cache. Decode (one row): both halves of each super-block as it arrives, so that the
+ * stream never pauses for a pass from cache; each half's sums keep their order, so the
+ * bits are the same. Whole `tokd bench` tg runs on the AVX2 path (TOKD_KERNELS=avx2 on
+ * the AVX-512 machine, BENCHMARKS.md, thirteenth session), alternated with the two-pass
+ * decode (both with this session's prefetching): Q4_K_M ahead in 4 of 4 pairs, shares
+ * 62-67 % against 51-57 %; against the build before both changes, 71-74 tok/s against
+ * 61-63. (Before the single pass, the first pass's prefetching had taken Q4_K_M from
+ * 52-54 to 68 tok/s, against the plain read probe of the time.) */
 PK_TARGET INLINE void PK_NAME(k4_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                        float *y, int64_t ldy) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
+    if (R == 1) {
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *wb = w + (size_t)b * sb_bytes, *ab = act + (size_t)b * Q4K_ACT;
+            PK_NAME(k4_half)(q5, 0, 1, wb, ab, as, 1, &acc[0]);
+            PK_NAME(k4_half)(q5, 1, 0, wb, ab, as, 1, &acc[1]);
+        }
+        _mm256_storeu_ps(y, acc[0]);
+        _mm256_storeu_ps(y + 8, acc[1]);
+        return;
+    }
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-        const uint8_t *wb = w;
-        for (int64_t b = 0; b < nb; b++, wb += sb_bytes) {
-            if (h == 0) /* the first pass streams the group from memory; the second finds it in cache */
-                for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
-            const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h;
-            const uint8_t *qh = wb + Q4K_SB + 32 * h, *ab = act + (size_t)b * Q4K_ACT;
-            __m256i isum[MAX_R];
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-            if (q5) { /* unrolled: the merge's shifts are immediates */
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) PK_NAME(k4_pair)(1, c, q, qh, sc, ab, as, R, isum);
-            } else {
-                for (int c = 0; c < 4; c++) PK_NAME(k4_pair)(0, c, q, qh, sc, ab, as, R, isum);
-            }
-            __m256i mp[4];
-            for (int i = 0; i < 4; i++) {
-                const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i))));
-                const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i + 1))));
-                mp[i] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
-            }
-            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
-            const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
-            PK_NAME(mins_fold)(R, 4, mp, isum, dx, dmx, ab, as, acc);
-        }
+        for (int64_t b = 0; b < nb; b++)
+            PK_NAME(k4_half)(q5, h, h == 0, w + (size_t)b * sb_bytes, act + (size_t)b * Q4K_ACT, as, R, acc);
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
@@ -195,7 +226,7 @@ PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint
 
 
 /* ---- Q6_K, Q3_K and Q2_K (packed.h's layouts; packed_avx512.c's k16_tile arithmetic) ----
- * One 8-row half at a time, as Q4_K. Per super-block and sub-block j (16 weights = four
+ * One 8-row half at a time, in passes or per super-block as Q4_K. Per super-block and sub-block j (16 weights = four
  * groups of four): the four groups' unsigned values are rebuilt (Q6_K: 6-bit, q + 32,
  * from the nibble and top-bit vectors; Q3_K: 3-bit, q + 4, from the two-bit and high-bit
  * vectors; Q2_K: the two-bit values as they are), then each row's sum starts at its
@@ -238,60 +269,81 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
                             : PK_NAME(q2_group)(q, g);
 }
 
+/* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
+ * the group prefetches the super-block's lines PF_DIST ahead (decode also primes the page
+ * beyond them, as packed_avx512.c's kq_prefetch). */
+PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
+                                        const uint8_t *act, size_t as, int R, __m256 *acc) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
+    const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
+    if (pf) {
+        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
+        if (R == 1) tokd_page_prime(lin + PF_DIST, sb_bytes);
+    }
+    /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
+       top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
+       and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
+    const uint8_t *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
+    const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256 + 32 * h;
+    const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048), *ab = act + (size_t)b * Q6K_ACT;
+    sc += 8 * h;
+    __m256i isum[MAX_R];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
+        const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
+        const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
+        const __m256i scj = kind == K16_Q2 ? _mm256_and_si256(_mm256_cvtepu8_epi32(scb), _mm256_set1_epi32(0x0F))
+                                           : _mm256_cvtepi8_epi32(scb);
+        for (int r = 0; r < R; r++) {
+            const uint8_t *a = ab + (size_t)r * as;
+            __m256i s = kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+            s = PK_NAME(dp4)(s, u0, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
+            s = PK_NAME(dp4)(s, u1, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
+            s = PK_NAME(dp4)(s, u2, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
+            s = PK_NAME(dp4)(s, u3, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s, scj));
+        }
+    }
+    const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+    if (kind == K16_Q2) {
+        /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
+        __m256i mp[8];
+        for (int i = 0; i < 8; i++) {
+            const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i)));
+            const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i + 16)));
+            mp[i] = _mm256_or_si256(_mm256_srli_epi32(lo, 4), _mm256_slli_epi32(_mm256_srli_epi32(hi, 4), 16));
+        }
+        const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+        PK_NAME(mins_fold)(R, 8, mp, isum, dx, dmx, ab, as, acc);
+    } else {
+        for (int r = 0; r < R; r++) {
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(ab + (size_t)r * as + 256)));
+            acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
+        }
+    }
+}
+
+/* As k4_tile: two passes of one half each for several activation rows, both halves of
+ * each super-block as it arrives for decode (Q6_K tg, two pairs against the build before:
+ * shares 56 and 53 % against 51 and 47 %). */
 PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                         float *y, int64_t ldy) {
-    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
+    if (R == 1) {
+        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t b = 0; b < nb; b++) {
+            PK_NAME(k16_half)(kind, 0, 1, b, nb, w, act, as, 1, &acc[0]);
+            PK_NAME(k16_half)(kind, 1, 0, b, nb, w, act, as, 1, &acc[1]);
+        }
+        _mm256_storeu_ps(y, acc[0]);
+        _mm256_storeu_ps(y + 8, acc[1]);
+        return;
+    }
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-            if (h == 0) /* as Q4_K's */
-                for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
-            /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
-               top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
-               and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
-            const uint8_t *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
-            const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256 + 32 * h;
-            const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048), *ab = act + (size_t)b * Q6K_ACT;
-            sc += 8 * h;
-            __m256i isum[MAX_R];
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++) {
-                const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
-                const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
-                const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
-                const __m256i scj = kind == K16_Q2 ? _mm256_and_si256(_mm256_cvtepu8_epi32(scb), _mm256_set1_epi32(0x0F))
-                                                   : _mm256_cvtepi8_epi32(scb);
-                for (int r = 0; r < R; r++) {
-                    const uint8_t *a = ab + (size_t)r * as;
-                    __m256i s = kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
-                    s = PK_NAME(dp4)(s, u0, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
-                    s = PK_NAME(dp4)(s, u1, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
-                    s = PK_NAME(dp4)(s, u2, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
-                    s = PK_NAME(dp4)(s, u3, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
-                    isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s, scj));
-                }
-            }
-            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
-            if (kind == K16_Q2) {
-                /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
-                __m256i mp[8];
-                for (int i = 0; i < 8; i++) {
-                    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i)));
-                    const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * i + 16)));
-                    mp[i] = _mm256_or_si256(_mm256_srli_epi32(lo, 4), _mm256_slli_epi32(_mm256_srli_epi32(hi, 4), 16));
-                }
-                const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
-                PK_NAME(mins_fold)(R, 8, mp, isum, dx, dmx, ab, as, acc);
-            } else {
-                for (int r = 0; r < R; r++) {
-                    const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(ab + (size_t)r * as + 256)));
-                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
-                }
-            }
-        }
+        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_half)(kind, h, h == 0, b, nb, w, act, as, R, acc);
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
