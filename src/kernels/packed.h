@@ -97,6 +97,35 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
     return pair + 64 + (size_t)(b & 1) * (block_bytes - 32);
 }
 
+/* The K-quant kernels' prefetches (both paths), `dist` bytes ahead of super-block sb.
+ * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
+ * also primes the page beyond that window (page_prime.h). Without the hardware
+ * prefetcher's help the K-quant kernels read at about half the probe's rate (no software
+ * prefetch), so the per-line prefetches carry the stream, and a page primed ahead of them
+ * starts it there early. Q4_K_M's decode products alone, two builds alternated in one
+ * process (TinyLlama shape, 2 threads, medians of 7 rounds): 1.048 and 1.086 with the
+ * priming, where identical builds read 1.035 and 1.037 (BENCHMARKS.md, twelfth session).
+ * Priming 8 or 16 lines a page, or a page further on, or other per-line distances (4 KB,
+ * 9 KB) measured no better. */
+static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint8_t *sb, size_t sb_bytes, size_t dist, int R) {
+    for (size_t l = 0; l < sb_bytes; l += 64) __builtin_prefetch(sb + dist + l, 0, 3);
+    if (R == 1) tokd_page_prime(sb + dist, sb_bytes);
+}
+/* Q4_K and Q5_K decode spread those line prefetches instead: quarter c of the
+ * super-block's lines as the kernel loads quarter c of its nibbles (the page priming
+ * stays at the super-block's start). One thread's contiguous Q4_K stream on the AVX-512
+ * path, two builds alternated with the read probe (300 MB, two threads, medians of 15):
+ * 1.070, 1.043 and 1.040 against the burst, where identical builds read 1.039, 0.983 and
+ * 1.015; whole `tokd bench` tg runs alternated with the build before: Q4_K_M ahead in 8
+ * of 8 pairs (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3 (BENCHMARKS.md, thirteenth session).
+ * Eighths (one per sub-block) read 0.93-0.95 against the burst, halves 0.98-1.05 against
+ * quarters. Q6_K's tile lost with every split tried (quarters and halves 0.95-1.02,
+ * sixteenths 0.55-0.74), so it keeps the burst. */
+static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
+    const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
+    for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 3);
+}
+
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
  * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */
 typedef void (*tokd_packed_gemm_fn)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

@@ -153,22 +153,20 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 
 /* Rows 8h..8h+7 of super-block wb (activation bytes ab) into acc[0..R): the super-block's
  * integer sums, then its float step. pf (the pass that streams the group): prefetch the
- * super-block's lines PF_DIST ahead, a quarter before each of its four sub-block pairs for
- * decode (R = 1), where packed_avx512.c's kq_prefetch_quarter says why, else all at once. */
+ * super-block's lines PF_DIST ahead, all at once for several activation rows, and for
+ * decode (R = 1) a page primed and a quarter before each of its four sub-block pairs
+ * (packed.h says why). */
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
-    if (pf && R > 1)
-        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)wb + PF_DIST + l, _MM_HINT_T0);
+    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, PF_DIST, R);
     if (pf && R == 1) tokd_page_prime(wb + PF_DIST, sb_bytes);
     const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
     __m256i isum[MAX_R];
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
-        if (pf && R == 1)
-            for (size_t l = c * sb_bytes / 256; l < (c + 1) * sb_bytes / 256; l++)
-                _mm_prefetch((const char *)wb + PF_DIST + 64 * l, _MM_HINT_T0);
+        if (pf && R == 1) tokd_pk_kq_prefetch_quarter(wb, sb_bytes, PF_DIST, c);
         PK_NAME(k4_pair)(q5, c, q, qh, sc, ab, as, R, isum);
     }
     __m256i mp[4];
@@ -270,16 +268,13 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
 }
 
 /* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
- * the group prefetches the super-block's lines PF_DIST ahead (decode also primes the page
- * beyond them, as packed_avx512.c's kq_prefetch). */
+ * the group prefetches the super-block's lines PF_DIST ahead, all at once (decode also
+ * primes the page beyond them; packed.h, tokd_pk_kq_prefetch). */
 PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
                                         const uint8_t *act, size_t as, int R, __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-    if (pf) {
-        for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
-        if (R == 1) tokd_page_prime(lin + PF_DIST, sb_bytes);
-    }
+    if (pf) tokd_pk_kq_prefetch(lin, sb_bytes, PF_DIST, R);
     /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
        top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
        and Q3_K super-blocks go in pairs, packed.h); this half's bytes */

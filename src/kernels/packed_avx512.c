@@ -194,7 +194,8 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
 
 /* Decode walks each group as one stream and primes the pages ahead (page_prime.h); the
  * K-quant tiles below prefetch every line ahead for decode too, which measured better
- * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (kq_prefetch).
+ * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (packed.h,
+ * tokd_pk_kq_prefetch).
  * Q4_0 groups once went two at a time as two prefetched streams when longer than 32 KB:
  * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
  * seventh session). */
@@ -338,33 +339,6 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
     }
 }
 
-/* A K-quant super-block's prefetches: each of its lines PF_DIST ahead, for decode (R = 1)
- * and prefill alike. Decode also primes the page beyond that window (page_prime.h): without
- * the hardware prefetcher's help the K-quant kernels read at about half the probe's rate
- * (no software prefetch), so the per-line prefetches carry the stream, and a page primed
- * ahead of them starts it there early. Q4_K_M's decode products alone, two builds
- * alternated in one process (TinyLlama shape, 2 threads, medians of 7 rounds): 1.048 and
- * 1.086 with the priming, where identical builds read 1.035 and 1.037 (BENCHMARKS.md,
- * twelfth session). Priming 8 or 16 lines a page, or a page further on, or other
- * per-line distances (4 KB, 9 KB) measured no better. */
-TGT INLINE void kq_prefetch(const uint8_t *sb, size_t sb_bytes, int R) {
-    for (size_t l = 0; l < sb_bytes; l += 64) _mm_prefetch((const char *)sb + PF_DIST + l, _MM_HINT_T0);
-    if (R == 1) tokd_page_prime(sb + PF_DIST, sb_bytes);
-}
-/* Q4_K and Q5_K decode spread those prefetches instead: quarter c of the super-block's
- * lines, PF_DIST ahead, as the kernel loads quarter c of its nibbles (the page priming
- * stays at the super-block's start). One thread's contiguous Q4_K stream, two builds
- * alternated with the read probe (300 MB, two threads, medians of 15): 1.070, 1.043 and
- * 1.040 against the burst, where identical builds read 1.039, 0.983 and 1.015; whole
- * `tokd bench` tg runs alternated with the build before: Q4_K_M ahead in 8 of 8 pairs
- * (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3. Eighths (one per sub-block) read 0.93-0.95
- * against the burst, halves 0.98-1.05 against quarters. Q6_K's tile lost with every split
- * tried (quarters and halves 0.95-1.02, sixteenths 0.55-0.74), so it keeps the burst. */
-TGT INLINE void kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, int c) {
-    const size_t l0 = c * sb_bytes / 256, l1 = (c + 1) * sb_bytes / 256;
-    for (size_t l = l0; l < l1; l++) _mm_prefetch((const char *)sb + PF_DIST + 64 * l, _MM_HINT_T0);
-}
-
 /* ---- Q6_K, Q3_K and Q2_K ----
  * Per super-block and sub-block j (16 weights = four groups of four): the four groups'
  * unsigned values (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K:
@@ -411,7 +385,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-        kq_prefetch(lin, sb_bytes, R);
+        tokd_pk_kq_prefetch(lin, sb_bytes, PF_DIST, R); /* packed.h says why */
         /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and top
            bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K and
            Q3_K super-blocks go in pairs, packed.h) */
@@ -565,8 +539,8 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        if (R > 1) kq_prefetch(w, sb_bytes, R);
-        else tokd_page_prime(w + PF_DIST, sb_bytes);
+        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, PF_DIST, R);
+        else tokd_page_prime(w + PF_DIST, sb_bytes); /* and the lines by quarters below (packed.h) */
         const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
@@ -576,7 +550,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
             __m512i raw[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) raw[t] = load_once(q + 64 * (8 * c + t));
-            if (R == 1) kq_prefetch_quarter(w, sb_bytes, c);
+            if (R == 1) tokd_pk_kq_prefetch_quarter(w, sb_bytes, PF_DIST, c);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
