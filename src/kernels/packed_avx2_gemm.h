@@ -224,10 +224,11 @@ PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint
 
 
 /* ---- Q6_K, Q3_K and Q2_K (packed.h's layouts; packed_avx512.c's k16_tile arithmetic) ----
- * One 8-row half at a time, in passes or per super-block as Q4_K. Per super-block and sub-block j (16 weights = four
- * groups of four): the four groups' unsigned values are rebuilt (Q6_K: 6-bit, q + 32,
- * from the nibble and top-bit vectors; Q3_K: 3-bit, q + 4, from the two-bit and high-bit
- * vectors; Q2_K: the two-bit values as they are), then each row's sum starts at its
+ * One 8-row half at a time, in two passes or per super-block as Q4_K. Per super-block
+ * and sub-block j (16 weights = four groups of four): the four groups' unsigned values
+ * are rebuilt (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K: 3-bit,
+ * q + 4, from the two-bit and high-bit vectors; Q2_K: the two-bit values as they are),
+ * then each row's sum starts at its
  * correction (-32 or -4 * the sub-block's activation sum; 0 for Q2_K), takes four dp4
  * steps and joins the integer sum times the rows' scales (int8 for Q6_K and Q3_K, the
  * scale byte's low nibble for Q2_K). Float steps as the file layout's vec_dot: out +
