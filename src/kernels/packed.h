@@ -97,6 +97,27 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
     return pair + 64 + (size_t)(b & 1) * (block_bytes - 32);
 }
 
+/* Software prefetch distance of both paths' kernels, in bytes of a group's stream: every
+ * line of the K-quants (below), and of the 32-weight types with several activation rows.
+ * Medians of interleaved runs, 2048-row matrices from DRAM, one thread: 16 activation
+ * rows 150-183 G MAC/s without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the
+ * 32-weight types primes pages instead (page_prime.h), and Q4_0/Q5_0 also prefetch every
+ * line TOKD_PK_DECODE_LINE_PF ahead. */
+#ifndef TOKD_PK_PF_DIST
+#define TOKD_PK_PF_DIST 6144
+#endif
+/* That distance for Q4_0 and Q5_0 decode (both paths). AVX-512: each model's decode
+ * products alone, two builds alternated in one process (TinyLlama shape, 2 threads,
+ * medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069, Q5_0 1.069, where two identical
+ * builds read 1.035 and 1.037 (the harness's own lean); whole `tokd bench` runs
+ * alternated with the build before: Q4_0 ahead in 5 of 7 pairs, median share 81.7 %
+ * against 80.7 %. AVX2 (TOKD_KERNELS=avx2 on the AVX-512 machine): Q4_0 ahead in 7 of 8
+ * pairs (fast-state shares 64-77 % against 59-74 %; BENCHMARKS.md, thirteenth session).
+ * A small gain, kept. Q8_0, with half the arithmetic per byte, streams at 94-96 % of the
+ * probe on priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6
+ * whole-run pairs. */
+#define TOKD_PK_DECODE_LINE_PF 3072
+
 /* The K-quant kernels' prefetches (both paths), `dist` bytes ahead of super-block sb.
  * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
  * also primes the page beyond that window (page_prime.h). Without the hardware

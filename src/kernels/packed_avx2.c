@@ -36,15 +36,6 @@
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define Q5_0_BLOCK_BYTES (16 * 22) /* Q5_0: Q4_0's block plus 64 bytes of fifth bits */
-/* Prefetch distance as packed_avx512.c: Q4_0/Q8_0 with several activation rows (their
- * decode primes pages instead, page_prime.h), the K-quants always (their decode primes
- * pages as well). */
-#define PF_DIST 6144
-/* Q4_0 and Q5_0 decode also prefetch every line this far ahead, as packed_avx512.c's
- * (which says why). On the AVX2 path (TOKD_KERNELS=avx2 on the AVX-512 machine), whole
- * `tokd bench` tg runs of Q4_0 alternated with the build before: ahead in 7 of 8 pairs
- * (fast-state shares 64-77 % against 59-74 %; BENCHMARKS.md, thirteenth session). */
-#define DECODE_LINE_PF 3072
 #define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */
 #define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */

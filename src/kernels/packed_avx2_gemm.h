@@ -61,10 +61,12 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         const uint8_t *lin = w + (size_t)b * block_bytes; /* the block's share of the group's bytes */
         const uint8_t *sc = w + tokd_pk_scales_at(b, block_bytes), *qv = w + tokd_pk_vectors_at(b, nb, block_bytes);
         if (R > 1)
-            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
-        else { /* decode: pages primed, and every line DECODE_LINE_PF ahead (packed_avx2.c) */
+            for (size_t l = 0; l < block_bytes; l += 64)
+                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
+        else { /* decode: pages primed, and every line TOKD_PK_DECODE_LINE_PF ahead (packed.h) */
             tokd_page_prime(lin, block_bytes);
-            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)lin + DECODE_LINE_PF + l, _MM_HINT_T0);
+            for (size_t l = 0; l < block_bytes; l += 64)
+                _mm_prefetch((const char *)lin + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_T0);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
@@ -153,20 +155,20 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 
 /* Rows 8h..8h+7 of super-block wb (activation bytes ab) into acc[0..R): the super-block's
  * integer sums, then its float step. pf (the pass that streams the group): prefetch the
- * super-block's lines PF_DIST ahead, all at once for several activation rows, and for
- * decode (R = 1) a page primed and a quarter before each of its four sub-block pairs
- * (packed.h says why). */
+ * super-block's lines TOKD_PK_PF_DIST ahead, all at once for several activation rows,
+ * and for decode (R = 1) a page primed and a quarter before each of its four sub-block
+ * pairs (packed.h says why). */
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
-    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, PF_DIST, R);
-    if (pf && R == 1) tokd_page_prime(wb + PF_DIST, sb_bytes);
+    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, TOKD_PK_PF_DIST, R);
+    if (pf && R == 1) tokd_page_prime(wb + TOKD_PK_PF_DIST, sb_bytes);
     const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
     __m256i isum[MAX_R];
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
-        if (pf && R == 1) tokd_pk_kq_prefetch_quarter(wb, sb_bytes, PF_DIST, c);
+        if (pf && R == 1) tokd_pk_kq_prefetch_quarter(wb, sb_bytes, TOKD_PK_PF_DIST, c);
         PK_NAME(k4_pair)(q5, c, q, qh, sc, ab, as, R, isum);
     }
     __m256i mp[4];
@@ -269,13 +271,13 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
 }
 
 /* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
- * the group prefetches the super-block's lines PF_DIST ahead, all at once (decode also
- * primes the page beyond them; packed.h, tokd_pk_kq_prefetch). */
+ * the group prefetches the super-block's lines TOKD_PK_PF_DIST ahead, all at once
+ * (decode also primes the page beyond them; packed.h, tokd_pk_kq_prefetch). */
 PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
                                         const uint8_t *act, size_t as, int R, __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-    if (pf) tokd_pk_kq_prefetch(lin, sb_bytes, PF_DIST, R);
+    if (pf) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R);
     /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
        top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
        and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
@@ -372,7 +374,8 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
         const uint8_t *lin = w + (size_t)b * Q8_0_BLOCK_BYTES; /* the block's share of the group's bytes */
         const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
         if (R > 1)
-            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64) _mm_prefetch((const char *)lin + PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
+                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
         else
             tokd_page_prime(lin, Q8_0_BLOCK_BYTES);
 #pragma GCC unroll 2

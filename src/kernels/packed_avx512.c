@@ -15,13 +15,6 @@
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 8
-/* Software prefetch distance in bytes of the group's stream. Medians of interleaved
- * runs, 2048-row matrices from DRAM, one thread: 16 activation rows 150-183 G MAC/s
- * without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the 32-weight types
- * primes pages instead (page_prime.h). */
-#ifndef PF_DIST
-#define PF_DIST 6144
-#endif
 
 /* acc + vpdpbusd(w, the four activation bytes at p broadcast to every lane), the
  * broadcast folded into the instruction ({1to16}). GCC 12 emits a separate vpbroadcastd
@@ -86,8 +79,8 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
-        if (PF_DIST && R > 1) { /* the block's share of the group's bytes, PF_DIST ahead (decode primes pages) */
-            const uint8_t *at = w + (size_t)b * block_bytes + PF_DIST;
+        if (TOKD_PK_PF_DIST && R > 1) { /* the block's share of the group's bytes, ahead (decode primes pages) */
+            const uint8_t *at = w + (size_t)b * block_bytes + TOKD_PK_PF_DIST;
 #pragma GCC unroll 9
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)at + l, _MM_HINT_T0);
         }
@@ -126,15 +119,8 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * models' K (multiples of 64) never do that. The arithmetic per block is group_tile's
  * for one activation row, in the same order. */
 
-/* Q4_0 and Q5_0 decode also prefetch each line of their stream this far ahead, besides
- * priming pages. Each model's decode products alone, two builds alternated in one
- * process (TinyLlama shape, 2 threads, medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069,
- * Q5_0 1.069, where two identical builds read 1.035 and 1.037 (the harness's own lean);
- * whole `tokd bench` runs alternated with the build before: Q4_0 ahead in 5 of 7 pairs,
- * median share 81.7 % against 80.7 %. A small gain, kept. Q8_0, with half the arithmetic
- * per byte, streams at 94-96 % of the probe on priming alone: 4 KB ahead gave it 0.918 and
- * 0.952, and it lost 6 of 6 whole-run pairs. */
-#define DECODE_LINE_PF 3072
+/* Q4_0 and Q5_0 decode also prefetch every line TOKD_PK_DECODE_LINE_PF ahead (packed.h
+ * says why); Q8_0 primes pages only. */
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
  * and one of fifth bits, Q8_0 8 of bytes. */
@@ -178,7 +164,8 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
         tokd_page_prime(w, 2 * bb);
         if (kind != PK_Q8_0)
-            for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + DECODE_LINE_PF + l, _MM_HINT_T0);
+            for (size_t l = 0; l < 2 * bb; l += 64)
+                _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_T0);
         const __m512i sc = load_once(w);
         load_vectors(raw, w + 64, nv);
         acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), a, b, nb, acc);
@@ -385,7 +372,7 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-        tokd_pk_kq_prefetch(lin, sb_bytes, PF_DIST, R); /* packed.h says why */
+        tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R); /* packed.h says why */
         /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and top
            bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K and
            Q3_K super-blocks go in pairs, packed.h) */
@@ -539,8 +526,8 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, PF_DIST, R);
-        else tokd_page_prime(w + PF_DIST, sb_bytes); /* and the lines by quarters below (packed.h) */
+        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, TOKD_PK_PF_DIST, R);
+        else tokd_page_prime(w + TOKD_PK_PF_DIST, sb_bytes); /* and the lines by quarters below (packed.h) */
         const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
@@ -550,7 +537,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
             __m512i raw[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) raw[t] = load_once(q + 64 * (8 * c + t));
-            if (R == 1) tokd_pk_kq_prefetch_quarter(w, sb_bytes, PF_DIST, c);
+            if (R == 1) tokd_pk_kq_prefetch_quarter(w, sb_bytes, TOKD_PK_PF_DIST, c);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
