@@ -100,7 +100,11 @@ tokd_bench_reader *tokd_bench_reader_new(size_t bytes) {
     tokd_bench_reader *rd = tokd_xcalloc(1, sizeof *rd);
     rd->job.bytes = bytes & ~(size_t)4095;
     rd->job.isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0;
-    uint8_t *buf = tokd_aligned_alloc(rd->job.bytes);
+    uint8_t *buf = tokd_huge_alloc(rd->job.bytes); /* the weights' kind of memory */
+    if (!buf) {
+        fprintf(stderr, "tokd: out of memory allocating the %zu-byte read probe\n", rd->job.bytes);
+        exit(3);
+    }
     for (size_t i = 0; i < rd->job.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
     memset(buf, 1, rd->job.bytes);
     rd->job.buf = buf;
@@ -126,7 +130,7 @@ double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int pas
 
 void tokd_bench_reader_free(tokd_bench_reader *rd) {
     if (!rd) return;
-    free((void *)rd->job.buf);
+    tokd_huge_free((void *)rd->job.buf, rd->job.bytes);
     free(rd);
 }
 

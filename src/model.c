@@ -199,45 +199,58 @@ static int bind_weights(tokd_model *m, tokd_err *err) {
 }
 
 /* Every matrix a forward pass multiplies with (not the embedding table, which is only
- * read row by row), so the packed ones can be listed and freed in one place. */
+ * read row by row), in the order a forward pass reads them. */
 static int model_matrices(tokd_model *m, tokd_matrix **out) {
     int n = 0;
-    if (!m->tied_output) out[n++] = &m->output;
     for (int32_t l = 0; m->layers && l < m->hp.n_layer; l++) {
         tokd_layer *L = &m->layers[l];
         tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (int i = 0; i < 7; i++) out[n++] = ws[i];
     }
+    if (!m->tied_output) out[n++] = &m->output;
     return n;
 }
 
 /* Repack the matrices whose type has a packed form on this CPU (packed.h): a copy in
- * the interleaved layout replaces the file's rows for every product. The tied output
- * matrix stays as it is (the embedding rows are read from the same data). */
+ * the interleaved layout replaces the file's rows for every product. All the copies
+ * share one buffer in huge pages (tokd_huge_alloc), laid out in the order decode reads
+ * them. The tied output matrix stays as it is (the embedding rows are read from the
+ * same data). */
 static void pack_weights(tokd_model *m) {
     tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
+    const tokd_packed_traits **pks = tokd_xmalloc(sizeof *pks * (1 + 7 * (size_t)m->hp.n_layer));
     int n = model_matrices(m, ws);
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    size_t total = 0;
     for (int i = 0; i < n; i++) {
-        const tokd_packed_traits *pk = tokd_packed_get(ws[i]->tt->id);
-        if (!pk || tokd_matrix_pack(NULL, ws[i], pk)) continue;
+        pks[i] = tokd_packed_get(ws[i]->tt->id);
+        total += (tokd_matrix_packed_bytes(ws[i], pks[i]) + 63) & ~(size_t)63;
+    }
+    uint8_t *arena = total ? tokd_huge_alloc(total) : NULL;
+    if (total && !arena) {
+        fprintf(stderr, "tokd: out of memory allocating %zu bytes for the packed weights\n", total);
+        exit(3);
+    }
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = tokd_matrix_packed_bytes(ws[i], pks[i]);
+        if (!bytes || tokd_matrix_pack_into(NULL, ws[i], pks[i], arena + at)) continue;
+        at += (bytes + 63) & ~(size_t)63;
         /* the file's copy is never read again: drop its pages from this process (the
            mapping is private and read-only, so they would come back from the file) */
         uintptr_t a = ((uintptr_t)ws[i]->data + page - 1) & ~(page - 1);
         uintptr_t e = ((uintptr_t)ws[i]->data + ws[i]->row_bytes * (size_t)ws[i]->n_out) & ~(page - 1);
         if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
     }
+    m->packed = arena;
+    m->packed_bytes = total;
+    free(pks);
     free(ws);
 }
 
 void tokd_model_free(tokd_model *m) {
     if (!m) return;
-    if (m->layers) {
-        tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
-        int n = model_matrices(m, ws);
-        for (int i = 0; i < n; i++) free(ws[i]->packed);
-        free(ws);
-    }
+    tokd_huge_free(m->packed, m->packed_bytes);
     if (m->layers) {
         for (int32_t l = 0; l < m->hp.n_layer; l++) {
             tokd_layer *L = &m->layers[l];

@@ -35,6 +35,8 @@ struct tokd_model {
     bool tied_output;
     tokd_layer *layers;
     uint64_t weight_bytes;
+    void *packed;        /* every matrix's packed copy (model.c: pack_weights), or NULL */
+    size_t packed_bytes; /* its length, for tokd_huge_free */
 };
 
 /* Internal access to a context's paged KV cache, for the engine's prefix cache and

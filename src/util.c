@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 
 int tokd_seterr(tokd_err *err, const char *fmt, ...) {
@@ -113,6 +114,29 @@ void *tokd_aligned_alloc(size_t n) {
     void *p = aligned_alloc(64, rounded ? rounded : 64);
     if (!p) oom(n);
     return p;
+}
+
+#define HUGE_BYTES ((size_t)2 << 20)
+static size_t huge_round(size_t n) { return n ? (n + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1) : HUGE_BYTES; }
+
+void *tokd_huge_alloc(size_t n) {
+    const size_t len = huge_round(n);
+    if (len < n) return NULL;
+    /* map one huge page more than asked, then unmap the ends that fall outside the
+       2 MiB-aligned middle, so that every huge page of it can be a huge page */
+    uint8_t *raw = mmap(NULL, len + HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    if (p + len < raw + len + HUGE_BYTES) munmap(p + len, (size_t)(raw + len + HUGE_BYTES - (p + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE); /* advice only: without THP the pages stay 4 KiB */
+#endif
+    return p;
+}
+
+void tokd_huge_free(void *p, size_t n) {
+    if (p) munmap(p, huge_round(n));
 }
 
 void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {

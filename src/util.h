@@ -49,6 +49,20 @@ char *tokd_xstrdup(const char *s);
 /* 64-byte aligned allocation for vectors the kernels read; free with free(). */
 void *tokd_aligned_alloc(size_t n);
 
+/* Zeroed memory for the large buffers that decode streams every step (the packed
+ * weights) and for the read probe that measures the rate they are held to: 2 MiB-
+ * aligned and advised as transparent huge pages (MADV_HUGEPAGE), pages committed as they
+ * are first touched. On this project's virtual machines a TLB miss walks the guest's
+ * and the host's tables, and decode from 4 KiB pages fell now and then to half its rate
+ * (the same model loaded twice in one process, alternated: 4 KiB copy 30-65 tok/s where
+ * the huge-page copy read 75-92), while the read probe read the same from either. Whole
+ * tg runs alternated with 4 KiB pages, medians of six: Q4_0 share 78.5 -> 86.1 %, Q8_0
+ * 88.5 -> 95.3 %, Q4_K_M 79.4 -> 83.0 % (BENCHMARKS.md, fourteenth session). Where the
+ * kernel has no THP the advice is ignored and the pages stay 4 KiB. NULL when the
+ * mapping fails; free with tokd_huge_free and the same n. */
+void *tokd_huge_alloc(size_t n);
+void tokd_huge_free(void *p, size_t n);
+
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
 typedef struct tokd_buf {
     char *data;

@@ -176,6 +176,22 @@ int main(void) {
                       (tokd_packed_get_any(quantized[i].type) != NULL) == packs && plain->layers[0].wq.pk == NULL,
                   "%s matrices %s on the %s path, and not with TOKD_REPACK=0", name, packs ? "packed" : "unpacked",
                   path);
+            if (packs) { /* one 2 MiB-aligned buffer holds the copies, in the order decode reads them */
+                int in_order = ((uintptr_t)packed->packed & (((uintptr_t)2 << 20) - 1)) == 0;
+                const uint8_t *at = packed->packed, *end = at + packed->packed_bytes;
+                for (int32_t l = 0; l < packed->hp.n_layer; l++) {
+                    const tokd_layer *L = &packed->layers[l];
+                    const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+                    for (int k = 0; k < 7; k++) {
+                        const uint8_t *p = ws[k]->packed;
+                        size_t len = ws[k]->group_bytes * (size_t)(ws[k]->n_out / 16);
+                        in_order &= p >= at && p + len <= end && ((uintptr_t)p & 63) == 0;
+                        at = p + len;
+                    }
+                }
+                CHECK(in_order && plain->packed == NULL, "%s: packed copies in one aligned buffer, in forward order",
+                      name);
+            }
             size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
             float *a = malloc(bytes), *b = malloc(bytes);
             CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0, "%s: run", name);

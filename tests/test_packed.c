@@ -170,6 +170,18 @@ int main(void) {
             if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "type %u: two distinct AVX2 kernels", avx2_types[i]);
         }
     }
+    { /* the weights' buffer: 2 MiB-aligned, zeroed, writable end to end */
+        const size_t n = ((size_t)5 << 20) + 4096 + 7;
+        uint8_t *h = tokd_huge_alloc(n);
+        int zero = h != NULL, aligned = h && ((uintptr_t)h & (((uintptr_t)2 << 20) - 1)) == 0;
+        for (size_t i = 0; h && i < n; i += 4093) zero &= h[i] == 0;
+        if (h) {
+            memset(h, 0xA5, n);
+            zero &= h[n - 1] == 0xA5 && h[0] == 0xA5;
+        }
+        tokd_huge_free(h, n);
+        CHECK(aligned && zero, "tokd_huge_alloc: a 2 MiB-aligned, zeroed, writable buffer");
+    }
     /* types without a packed form, and odd row counts, stay unpacked */
     CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q4_1) == NULL,
           "Q4_1 has no packed form, on AVX-512 nor on AVX2");

@@ -78,14 +78,24 @@ static void pack_groups(void *arg, int ith, int nth) {
                     (uint8_t *)j->W->packed + (size_t)G * j->W->group_bytes, j->W->K);
 }
 
-int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk) {
-    if (!pk || pk->id != W->tt->id || W->n_out % TOKD_PACK_ROWS || W->K % W->tt->blck) return -1;
+size_t tokd_matrix_packed_bytes(const tokd_matrix *W, const tokd_packed_traits *pk) {
+    if (!pk || pk->id != W->tt->id || W->n_out % TOKD_PACK_ROWS || W->K % W->tt->blck) return 0;
+    return pk->group_bytes(W->K) * (size_t)(W->n_out / TOKD_PACK_ROWS);
+}
+
+int tokd_matrix_pack_into(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk, void *dst) {
+    if (!tokd_matrix_packed_bytes(W, pk)) return -1;
     W->group_bytes = pk->group_bytes(W->K);
     pack_job j = {.W = W, .pk = pk, .n_groups = W->n_out / TOKD_PACK_ROWS};
-    W->packed = tokd_aligned_alloc(W->group_bytes * (size_t)j.n_groups);
+    W->packed = dst;
     tokd_pool_run(pool, pack_groups, &j);
     W->pk = pk;
     return 0;
+}
+
+int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk) {
+    size_t bytes = tokd_matrix_packed_bytes(W, pk);
+    return bytes ? tokd_matrix_pack_into(pool, W, pk, tokd_aligned_alloc(bytes)) : -1;
 }
 
 #define MAX_MATS 4

@@ -26,8 +26,14 @@ typedef struct {
     size_t group_bytes;
 } tokd_matrix;
 
-/* Pack W (tokd_packed_get must offer a form for its type, n_out % 16 == 0): allocates
- * W->packed, filled by the pool's threads. Returns 0, or -1 if W cannot be packed. */
+/* Bytes of W's packed copy in form pk, or 0 if W cannot be packed in it (pk is NULL or
+ * of another type, n_out is not a multiple of 16, or K of the type's block). */
+size_t tokd_matrix_packed_bytes(const tokd_matrix *W, const tokd_packed_traits *pk);
+/* Pack W into dst (64-byte aligned, tokd_matrix_packed_bytes long; the caller owns it),
+ * filled by the pool's threads, and point W->packed at it. Returns 0, or -1 if W cannot
+ * be packed. */
+int tokd_matrix_pack_into(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk, void *dst);
+/* The same into a buffer of its own, which the caller frees with free(). */
 int tokd_matrix_pack(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk);
 
 /* Scratch needed for n_rows activation rows of length K converted for matrix type tt
