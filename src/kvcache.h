@@ -40,7 +40,8 @@
 typedef struct {
     int32_t block_size, n_layer, n_head_kv, head_dim;
     int64_t n_blocks;
-    uint16_t *k, *v; /* F16 bits */
+    uint16_t *k, *v; /* F16 bits, in huge pages (tokd_huge_alloc) */
+    size_t kv_bytes; /* each of k and v */
     int32_t *ref;       /* reference count per block */
     int32_t *free_list; /* stack of free block indices */
     int64_t n_free;

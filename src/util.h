@@ -49,8 +49,9 @@ char *tokd_xstrdup(const char *s);
 /* 64-byte aligned allocation for vectors the kernels read; free with free(). */
 void *tokd_aligned_alloc(size_t n);
 
-/* Zeroed memory for the large buffers that decode streams every step (the packed
- * weights) and for the read probe that measures the rate they are held to: 2 MiB-
+/* Zeroed memory for the large buffers that decode reads every step (the packed
+ * weights, the KV cache) and for the read probe that measures the rate they are held
+ * to: 2 MiB-
  * aligned and advised as transparent huge pages (MADV_HUGEPAGE), pages committed as they
  * are first touched. On this project's virtual machines a TLB miss walks the guest's
  * and the host's tables, and decode from 4 KiB pages fell now and then to half its rate
