@@ -117,6 +117,16 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * probe on priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6
  * whole-run pairs. */
 #define TOKD_PK_DECODE_LINE_PF 3072
+/* AVX-512 decode of Q4_0, Q5_0 and Q8_0 primes each page this much further ahead than
+ * TOKD_PRIME_DIST (page_prime.h): 16 KB ahead in all. Measured once the weights were in
+ * huge pages (util.h: tokd_huge_alloc), where priming no longer costs a page walk: this
+ * kernel compiled beside the 4 KB one, each driving one of two copies of the model in
+ * one process, decode alternated (medians of 11-15 rounds, TinyLlama shape, 2 threads),
+ * against the same harness with both copies on identical kernels: Q4_0 +5 to +10 %,
+ * Q8_0 -5 to +12 % (neutral to positive); 32 KB read like 16 KB. The read probe reads the
+ * same at 4, 8 and 16 KB (56.6, 57.4, 57.3 GB/s, alternated), so it keeps 4 KB. The
+ * K-quants' priming, already 10 KB ahead, measured neutral at 22 KB and is unchanged. */
+#define TOKD_PK_DECODE_PRIME_SKIP 12288
 
 /* The K-quant kernels' prefetches (both paths), `dist` bytes ahead of super-block sb.
  * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
