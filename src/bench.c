@@ -100,11 +100,7 @@ tokd_bench_reader *tokd_bench_reader_new(size_t bytes) {
     tokd_bench_reader *rd = tokd_xcalloc(1, sizeof *rd);
     rd->job.bytes = bytes & ~(size_t)4095;
     rd->job.isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0;
-    uint8_t *buf = tokd_huge_alloc(rd->job.bytes); /* the weights' kind of memory */
-    if (!buf) {
-        fprintf(stderr, "tokd: out of memory allocating the %zu-byte read probe\n", rd->job.bytes);
-        exit(3);
-    }
+    uint8_t *buf = tokd_xhuge_alloc(rd->job.bytes); /* the weights' kind of memory */
     for (size_t i = 0; i < rd->job.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
     memset(buf, 1, rd->job.bytes);
     rd->job.buf = buf;

@@ -218,24 +218,20 @@ static int model_matrices(tokd_model *m, tokd_matrix **out) {
  * same data). */
 static void pack_weights(tokd_model *m) {
     tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
-    const tokd_packed_traits **pks = tokd_xmalloc(sizeof *pks * (1 + 7 * (size_t)m->hp.n_layer));
+    size_t *bytes = tokd_xmalloc(sizeof *bytes * (1 + 7 * (size_t)m->hp.n_layer));
     int n = model_matrices(m, ws);
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-        pks[i] = tokd_packed_get(ws[i]->tt->id);
-        total += (tokd_matrix_packed_bytes(ws[i], pks[i]) + 63) & ~(size_t)63;
+        bytes[i] = tokd_matrix_packed_bytes(ws[i], tokd_packed_get(ws[i]->tt->id));
+        total += (bytes[i] + 63) & ~(size_t)63;
     }
-    uint8_t *arena = total ? tokd_huge_alloc(total) : NULL;
-    if (total && !arena) {
-        fprintf(stderr, "tokd: out of memory allocating %zu bytes for the packed weights\n", total);
-        exit(3);
-    }
+    uint8_t *arena = total ? tokd_xhuge_alloc(total) : NULL;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        size_t bytes = tokd_matrix_packed_bytes(ws[i], pks[i]);
-        if (!bytes || tokd_matrix_pack_into(NULL, ws[i], pks[i], arena + at)) continue;
-        at += (bytes + 63) & ~(size_t)63;
+        if (!bytes[i]) continue;
+        tokd_matrix_pack_into(NULL, ws[i], tokd_packed_get(ws[i]->tt->id), arena + at);
+        at += (bytes[i] + 63) & ~(size_t)63;
         /* the file's copy is never read again: drop its pages from this process (the
            mapping is private and read-only, so they would come back from the file) */
         uintptr_t a = ((uintptr_t)ws[i]->data + page - 1) & ~(page - 1);
@@ -244,7 +240,7 @@ static void pack_weights(tokd_model *m) {
     }
     m->packed = arena;
     m->packed_bytes = total;
-    free(pks);
+    free(bytes);
     free(ws);
 }
 

@@ -135,6 +135,12 @@ void *tokd_huge_alloc(size_t n) {
     return p;
 }
 
+void *tokd_xhuge_alloc(size_t n) {
+    void *p = tokd_huge_alloc(n);
+    if (!p) oom(n);
+    return p;
+}
+
 void tokd_huge_free(void *p, size_t n) {
     if (p) munmap(p, huge_round(n));
 }

@@ -62,6 +62,8 @@ void *tokd_aligned_alloc(size_t n);
  * kernel has no THP the advice is ignored and the pages stay 4 KiB. NULL when the
  * mapping fails; free with tokd_huge_free and the same n. */
 void *tokd_huge_alloc(size_t n);
+/* The same, exiting with a message (as tokd_xmalloc does) where the mapping fails. */
+void *tokd_xhuge_alloc(size_t n);
 void tokd_huge_free(void *p, size_t n);
 
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
