@@ -156,6 +156,12 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(co
     const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
     for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 3);
 }
+/* What Q4_K and Q5_K do at the start of super-block sb: the burst for several activation
+ * rows, and for decode only the page priming (its lines follow by quarters). */
+static inline __attribute__((always_inline)) void tokd_pk_k4_start(const uint8_t *sb, size_t sb_bytes, size_t dist, int R) {
+    if (R > 1) tokd_pk_kq_prefetch(sb, sb_bytes, dist, R);
+    else tokd_page_prime(sb + dist, sb_bytes);
+}
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
  * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */

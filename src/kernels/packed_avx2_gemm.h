@@ -161,8 +161,7 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
-    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, TOKD_PK_PF_DIST, R);
-    if (pf && R == 1) tokd_page_prime(wb + TOKD_PK_PF_DIST, sb_bytes);
+    if (pf) tokd_pk_k4_start(wb, sb_bytes, TOKD_PK_PF_DIST, R);
     const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
     __m256i isum[MAX_R];
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();

@@ -527,8 +527,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, TOKD_PK_PF_DIST, R);
-        else tokd_page_prime(w + TOKD_PK_PF_DIST, sb_bytes); /* and the lines by quarters below (packed.h) */
+        tokd_pk_k4_start(w, sb_bytes, TOKD_PK_PF_DIST, R); /* decode's lines by quarters below */
         const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
