@@ -134,15 +134,18 @@ static void check_matmul(uint32_t id) {
 
 /* tokd_matmul_n: shared activation rows (Q4_K + Q6_K share Q8_K; Q4_0 + Q4_0 share the
  * prepared layout) and the fallback (Q4_0 with Q8_0 below gemm_min_rows, mixed with
- * Q4_K) give the bits of separate tokd_matmul calls. */
+ * Q4_K) give the bits of separate tokd_matmul calls. The last set is packed: there Q4_K
+ * and Q6_K prepare their activations differently, so the first and third matrices share
+ * one region and the second runs alone (Q4_K_M's Q, K and V in some layers). */
 static void check_matmul_n(void) {
     static const uint32_t sets[][3] = {{GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K},
                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_0},
-                                       {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}};
-    static const int64_t n_outs[3] = {40, 16, 33};
+                                       {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K},
+                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K}};
+    static const int64_t n_outs[4][3] = {{40, 16, 33}, {40, 16, 33}, {40, 16, 33}, {48, 16, 32}};
     const int64_t K = 512;
     tokd_pool *pool = tokd_pool_new(2);
-    for (size_t si = 0; si < 3; si++)
+    for (size_t si = 0; si < 4; si++)
         for (int64_t nr = 1; nr <= 9; nr += 4) {
             tokd_matrix M[3];
             const tokd_matrix *Mp[3];
@@ -152,11 +155,12 @@ static void check_matmul_n(void) {
             for (int m = 0; m < 3; m++) {
                 const tokd_type_traits *t = tokd_type_get(sets[si][m]);
                 size_t rb = tokd_row_bytes(t, K);
-                uint8_t *W = malloc(rb * (size_t)n_outs[m]);
-                fill_weights(t, W, K, n_outs[m], 0);
-                M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n_outs[m], .row_bytes = rb};
+                uint8_t *W = malloc(rb * (size_t)n_outs[si][m]);
+                fill_weights(t, W, K, n_outs[si][m], 0);
+                M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n_outs[si][m], .row_bytes = rb};
+                if (si == 3) CHECK(tokd_matrix_pack(NULL, &M[m], tokd_packed_get_any(t->id)) == 0, "matmul_n: pack");
                 Mp[m] = &M[m];
-                ld[m] = n_outs[m] + m;
+                ld[m] = n_outs[si][m] + m;
                 Ya[m] = calloc((size_t)(ld[m] * nr), sizeof(float));
                 Yb[m] = calloc((size_t)(ld[m] * nr), sizeof(float));
                 size_t sb = tokd_matmul_scratch_bytes(t, K, nr);
@@ -172,6 +176,7 @@ static void check_matmul_n(void) {
             CHECK(same, "matmul_n set %zu, %lld rows: differs from separate matmuls", si, (long long)nr);
             for (int m = 0; m < 3; m++) {
                 free((void *)M[m].data);
+                free(M[m].packed);
                 free(Ya[m]);
                 free(Yb[m]);
             }
@@ -418,6 +423,37 @@ static void check_prefetch_windows(void) {
     CHECK(bad == 0, "prefetch windows: %d of %d differ from the threads' first chunks", bad, cases);
 }
 
+/* With matrices that do not all share an activation form (packed Q4_K, Q6_K, Q4_K), the
+ * windows are those of the first region tokd_matmul_n runs: the two Q4_K matrices.
+ * 64 + 8 units over two threads: thread 1 starts at unit 72 * 9 / 20 = 32 of the first. */
+static void check_prefetch_windows_mixed(void) {
+    const int64_t K = 512;
+    static const uint32_t types[3] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K};
+    static const int64_t heights[3] = {1024, 128, 128};
+    tokd_matrix M[3];
+    const tokd_matrix *Mp[3];
+    for (int m = 0; m < 3; m++) {
+        const tokd_type_traits *t = tokd_type_get(types[m]);
+        size_t rb = tokd_row_bytes(t, K);
+        M[m] = (tokd_matrix){.data = calloc((size_t)heights[m], rb), .tt = t, .K = K, .n_out = heights[m], .row_bytes = rb};
+        CHECK(tokd_matrix_pack(NULL, &M[m], tokd_packed_get_any(t->id)) == 0, "mixed windows: pack");
+        Mp[m] = &M[m];
+    }
+    tokd_pool *pool = tokd_pool_new(2);
+    tokd_matmul_prefetch_next(pool, 3, Mp, 1, (size_t)1 << 30);
+    tokd_pool_window w0, w1;
+    int ok = tokd_pool_pending_window(pool, 0, &w0) && tokd_pool_pending_window(pool, 1, &w1);
+    const uint8_t *base = M[0].packed;
+    CHECK(ok && w0.ptr == base && w0.len == 32 * M[0].group_bytes, "mixed windows: thread 0 at the first Q4_K matrix");
+    CHECK(ok && w1.ptr == base + 32 * M[0].group_bytes && w1.len == 32 * M[0].group_bytes,
+          "mixed windows: thread 1 at unit 32 of the first Q4_K matrix, to its end");
+    tokd_pool_free(pool);
+    for (int m = 0; m < 3; m++) {
+        free((void *)M[m].data);
+        free(M[m].packed);
+    }
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
@@ -432,5 +468,6 @@ int main(void) {
     check_matmul_pair();
     check_thread_split();
     check_prefetch_windows();
+    check_prefetch_windows_mixed();
     T_DONE();
 }

@@ -240,12 +240,19 @@ static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) 
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
 }
 
-/* Whether tokd_matmul_n runs these matrices in one region (else one product each). */
-static int one_region(int n_mats, const tokd_matrix *const *Ws, int64_t n_rows) {
-    if (n_mats > MAX_MATS) return 0;
-    for (int m = 1; m < n_mats; m++)
-        if (!same_act(Ws[0], Ws[m], n_rows)) return 0;
-    return 1;
+/* The region of tokd_matmul_n that starts with the first of the matrices not yet run
+ * (bit m of *done set for those run): it and the later ones that share its activation
+ * form, at most MAX_MATS. Their indices go to idx and their bits into *done; returns
+ * their count, 0 when every matrix has run. */
+static int next_region(int n_mats, const tokd_matrix *const *Ws, int64_t n_rows, unsigned *done, int *idx) {
+    int first = 0, n = 0;
+    while (first < n_mats && (*done >> first & 1)) first++;
+    for (int m = first; m < n_mats && n < MAX_MATS; m++)
+        if (!(*done >> m & 1) && same_act(Ws[first], Ws[m], n_rows)) {
+            idx[n++] = m;
+            *done |= 1u << m;
+        }
+    return n;
 }
 /* Whether tokd_matmul_pair runs its two matrices in pair mode (prefill only: above). */
 static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
@@ -296,11 +303,20 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch) {
-    if (!one_region(n_mats, Ws, n_rows)) {
-        for (int i = 0; i < n_mats; i++) tokd_matmul(pool, Ws[i], X, ldx, n_rows, Ys[i], ldys[i], scratch);
+    if (n_mats > 32) { /* more than next_region's bits: in runs of 32 */
+        tokd_matmul_n(pool, 32, Ws, X, ldx, n_rows, Ys, ldys, scratch);
+        tokd_matmul_n(pool, n_mats - 32, Ws + 32, X, ldx, n_rows, Ys + 32, ldys + 32, scratch);
         return;
     }
-    run_job(pool, n_mats, Ws, X, ldx, n_rows, Ys, ldys, NULL, scratch);
+    unsigned done = 0;
+    int idx[MAX_MATS], n;
+    while ((n = next_region(n_mats, Ws, n_rows, &done, idx)) > 0) {
+        const tokd_matrix *GW[MAX_MATS];
+        float *GY[MAX_MATS];
+        int64_t GL[MAX_MATS];
+        for (int i = 0; i < n; i++) GW[i] = Ws[idx[i]], GY[i] = Ys[idx[i]], GL[i] = ldys[idx[i]];
+        run_job(pool, n, GW, X, ldx, n_rows, GY, GL, NULL, scratch);
+    }
 }
 
 typedef struct {
@@ -334,7 +350,12 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
     const int nth = tokd_pool_size(pool);
     if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows >= 4 || nth > MAX_DECODE_CHUNKS / 4) return;
     /* the first region tokd_matmul_n (or tokd_matmul_pair, which decodes as it) will run */
-    if (!one_region(n_mats, Ws, n_rows)) n_mats = 1; /* separate products: the first one */
+    unsigned done = 0;
+    int idx[MAX_MATS];
+    const tokd_matrix *GW[MAX_MATS];
+    n_mats = next_region(n_mats < 32 ? n_mats : 32, Ws, n_rows, &done, idx);
+    for (int i = 0; i < n_mats; i++) GW[i] = Ws[idx[i]];
+    Ws = GW;
     int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
     for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     const int64_t n_chunks = decode_bounds(bound, unit0[n_mats], nth);

@@ -55,9 +55,9 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
                  int64_t ldy, void *scratch);
 
 /* The products of several matrices with the same X (n_mats <= 4, e.g. Q, K, V): the
- * activation rows are converted once when the matrices share K and activation format,
- * and all outputs are computed in one parallel region; else one tokd_matmul each.
- * Same results as separate calls. */
+ * matrices that share K and activation format share one conversion of the activation
+ * rows and one parallel region (all of them when they can; Q4_K_M's Q4_K Q and K with
+ * its Q6_K V make two regions, not three). Same results as separate calls. */
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch);
 
