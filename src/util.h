@@ -51,9 +51,8 @@ void *tokd_aligned_alloc(size_t n);
 
 /* Zeroed memory for the large buffers that decode reads every step (the packed
  * weights, the KV cache) and for the read probe that measures the rate they are held
- * to: 2 MiB-
- * aligned and advised as transparent huge pages (MADV_HUGEPAGE), pages committed as they
- * are first touched. On this project's virtual machines a TLB miss walks the guest's
+ * to: 2 MiB-aligned and advised as transparent huge pages (MADV_HUGEPAGE), pages
+ * committed as they are first touched. On this project's virtual machines a TLB miss walks the guest's
  * and the host's tables, and decode from 4 KiB pages fell now and then to half its rate
  * (the same model loaded twice in one process, alternated: 4 KiB copy 30-65 tok/s where
  * the huge-page copy read 75-92), while the read probe read the same from either. Whole
