@@ -144,27 +144,31 @@ static inline uint8_t q6_u(const tokd_block_q6_K *x, int e) {
     return (uint8_t)(lo | (hi << 4));
 }
 
-/* Per super-block of 16 rows: 16 fp16 d; scales [sub-block j][row L]; 32 nibble vectors
- * (vector v, lane L, byte i: low nibble of weight 4v+i, high nibble of weight
- * 128+4v+i); 16 vectors of top bits (vector h, lane L, byte i: bits 2k..2k+1 of weight
- * 64k+4h+i's top two bits, k < 4). 16 * 210 bytes, as in the file. */
+/* Per super-block of 16 rows: 16 fp16 d; scales [sub-block j][row L]; then three
+ * vectors per sub-block j (at 192 j), A, B and C: lane L, byte i of A, B and C holds,
+ * in bits 0-5, the unsigned value (q + 32) of row L's weight 16j + i, 16j + 4 + i and
+ * 16j + 8 + i, and in bits 6-7, bits 0-1, 2-3 and 4-5 of weight 16j + 12 + i's. So the
+ * kernels rebuild a sub-block's four groups of four weights with three masks and a few
+ * shifts and merges for the fourth, from three lines read in order (the file's split
+ * into nibbles and top bits took about half as many instructions again; packed_avx512.c,
+ * k16_tile). 16 * 210 bytes, as in the file. */
 static void q6_K_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     const int64_t nb = K / TOKD_QK_K;
     const size_t sb = TOKD_PACK_ROWS * sizeof(tokd_block_q6_K);
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *ds = (uint8_t *)dst + tokd_pk_scales_at(b, sb), *sc = (uint8_t *)dst + tokd_pk_vectors_at(b, nb, sb);
-        uint8_t *nib = sc + 256, *top = nib + 2048;
-        memset(nib, 0, 2048 + 1024);
+        uint8_t *q = sc + 256;
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q6_K *x = (const tokd_block_q6_K *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
             memcpy(ds + 2 * L, &x->d, 2);
-            for (int j = 0; j < 16; j++) sc[16 * j + L] = (uint8_t)x->scales[j];
-            for (int e = 0; e < TOKD_QK_K; e++) {
-                uint8_t u = q6_u(x, e);
-                int v = (e & 127) >> 2, i = e & 3;
-                nib[64 * v + 4 * L + i] |= (uint8_t)((u & 0xF) << (e >= 128 ? 4 : 0));
-                int k = e >> 6, h = (e & 63) >> 2;
-                top[64 * h + 4 * L + i] |= (uint8_t)((u >> 4) << (2 * k));
+            for (int j = 0; j < 16; j++) {
+                sc[16 * j + L] = (uint8_t)x->scales[j];
+                for (int i = 0; i < 4; i++) {
+                    const uint8_t u3 = q6_u(x, 16 * j + 12 + i);
+                    for (int t = 0; t < 3; t++)
+                        q[192 * j + 64 * t + 4 * L + i] =
+                            (uint8_t)(q6_u(x, 16 * j + 4 * t + i) | ((u3 >> (2 * t)) & 3) << 6);
+                }
             }
         }
     }
@@ -251,7 +255,7 @@ static float q2_K_ref_dot(int64_t K, const void *row, const void *act) {
 /* ---- Q4_K (its numerics, too, are the file layout's vec_dot) ---- */
 
 #define Q4K_ACT_BYTES 276   /* per super-block: 256 quants, float d, 8 int16 pair sums */
-#define Q4K_GROUP_SB 2368   /* per super-block of 16 rows: d, dmin, scales, mins, quants */
+#define Q4K_GROUP_SB 2304   /* per super-block of 16 rows: d, dmin, six-bit scales and mins, quants */
 
 static size_t q4_K_group_bytes(int64_t K) { return (size_t)(K / TOKD_QK_K) * Q4K_GROUP_SB; }
 static size_t q4_K_act_bytes(int64_t K) { return ((size_t)(K / TOKD_QK_K) * Q4K_ACT_BYTES + 63) & ~(size_t)63; }
@@ -270,22 +274,24 @@ static void q4_K_prep(const float *x, void *dst, int64_t K) {
     }
 }
 
-/* Per super-block of 16 rows: 16 fp16 d, 16 fp16 dmin, scales [sub-block j][row L] and
- * mins [j][L] as bytes (unpacked from the 12-byte six-bit form: 64 bytes more than the
- * file per 16 rows), then 32 vectors of quants: vector 8c + t, lane L, byte i = qs[32c +
- * 4t + i] of row L (low nibble: weight 64c + 4t + i, high: weight 64c + 32 + 4t + i).
+/* Per super-block of 16 rows (36 lines, the file's bytes): 16 fp16 d, 16 fp16 dmin,
+ * three vectors of the six-bit scales and mins as the file codes them (vector v, lane L =
+ * bytes 4v .. 4v+3 of row L's 12 scale bytes: the kernels unpack sub-block j's scale and
+ * min for all 16 rows with a few shifts, masks and byte shuffles, tokd_k4_scale_min's
+ * rule), then 32 vectors of quants: vector 8c + t, lane L, byte i = qs[32c + 4t + i] of
+ * row L (low nibble: weight 64c + 4t + i, high: weight 64c + 32 + 4t + i). Unpacking the
+ * scales to bytes at load time instead (the layout before) made it 37 lines, 2.8 % more
+ * to stream per token than the file. One core's in-cache rate is the same with the
+ * unpacking in the kernel (107-110 GB/s both); streaming from memory on two threads, a
+ * matrix took 0.99-1.06 (median 1.03) of the time it took before, four runs of 151
+ * rounds alternated with the read probe (packed_avx512.c, k4_scales).
  * k4_pack_row writes row L's part from the fields Q4_K and Q5_K blocks share. */
 static void k4_pack_row(uint8_t *out, int L, const uint16_t *d, const uint16_t *dmin, const uint8_t *scales,
                         const uint8_t *qs) {
-    uint8_t *sc = out + 64, *mn = out + 192, *q = out + 320;
+    uint8_t *q = out + 256;
     memcpy(out + 2 * L, d, 2);
     memcpy(out + 32 + 2 * L, dmin, 2);
-    for (int j = 0; j < 8; j++) {
-        int s6, m6;
-        tokd_k4_scale_min(scales, j, &s6, &m6);
-        sc[16 * j + L] = (uint8_t)s6;
-        mn[16 * j + L] = (uint8_t)m6;
-    }
+    for (int v = 0; v < 3; v++) memcpy(out + 64 + 64 * v + 4 * L, scales + 4 * v, 4);
     for (int v = 0; v < 32; v++) memcpy(q + 64 * v + 4 * L, qs + 4 * v, 4);
 }
 
@@ -426,8 +432,14 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
     const char *path = tokd_kernels_path(); /* TOKD_KERNELS may force a narrower path */
-    if (c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma && !strcmp(path, "avx512"))
+    if (c->avx512f && c->avx512bw && c->avx512vl && c->avx512vnni && c->f16c && c->fma && !strcmp(path, "avx512")) {
+        /* the AVX-512 Q6_K kernel needs GFNI (packed_avx512.c, q6k_groups), which the
+           VNNI CPUs before Ice Lake lack; Q3_K and Q2_K share its code. There they take
+           the AVX2 forms (same layouts). */
+        const bool k16 = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q2_K;
+        if (k16 && !c->gfni) return tokd_packed_get_avx2(type);
         return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
+    }
     /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */
     if (!strcmp(path, "avx2") || !strcmp(path, "avx512")) return tokd_packed_get_avx2(type);
     return NULL;

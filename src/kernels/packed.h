@@ -33,14 +33,15 @@
  * kernel starts each block sum at the correction and never subtracts.
  *
  * Q4_K (16 rows' super-blocks of 256): 16 fp16 d and dmin, the six-bit scales and mins
- * unpacked to bytes (64 bytes per 16 rows more than the file), 32 vectors of nibbles in
- * the file's byte order (packed.c, q4_K_pack); the min term goes through vpdpwssd with
+ * as the file codes them, row by row in three vectors, 32 vectors of nibbles in the
+ * file's byte order (packed.c, q4_K_pack); the min term goes through vpdpwssd with
  * the activation's 32-element sums. Numerics: the file layout's vec_dot, bit for bit.
  * Q5_K: Q4_K's super-block of 16 rows, then 8 vectors of the rows' fifth bits (qh,
  * four bytes per lane as the quants; packed.c, q5_K_pack); the kernel merges bit j into
  * sub-block j's nibbles. Same activation rows and numerics as Q4_K.
  * Q6_K (16 rows' super-blocks of 256): 16 fp16 d, the 16 x 16 int8 scales by
- * sub-block then row, 32 vectors of nibbles and 16 of top bits (packed.c, q6_K_pack).
+ * sub-block then row, three vectors a sub-block holding its 6-bit values (packed.c,
+ * q6_K_pack).
  * Its activation rows are Q8_K's quantiser with -32 * each 16-element sum; its numerics
  * are exactly the file layout's vec_dot (out = out + (dx*dy) * (float)isum per
  * super-block), so packing a Q6_K matrix changes no result.

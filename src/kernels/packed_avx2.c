@@ -36,7 +36,7 @@
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define Q5_0_BLOCK_BYTES (16 * 22) /* Q5_0: Q4_0's block plus 64 bytes of fifth bits */
-#define Q4K_SB 2368           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
+#define Q4K_SB 2304           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */
 #define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */
 #define Q6K_SB (16 * 210)     /* Q6_K: packed bytes of one super-block of 16 rows */

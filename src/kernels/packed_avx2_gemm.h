@@ -123,9 +123,33 @@ PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uin
  * file layout's vec_dot. The pass that streams the group prefetches the super-blocks
  * ahead (k4_tile says which pass that is). */
 
+/* Rows 8h..8h+7's six-bit scales and mins (p: this half's bytes of the three scale
+ * vectors), as packed_avx512.c's k4_scales: lane bytes 0..3 of lo[0] the scales of
+ * sub-blocks 0..3, of hi[0] those of 4..7, lo[1] and hi[1] the mins. */
+PK_TARGET INLINE void PK_NAME(k4_scales)(const uint8_t *p, __m256i lo[2], __m256i hi[2]) {
+    const __m256i s = _mm256_loadu_si256((const __m256i *)p), m = _mm256_loadu_si256((const __m256i *)(p + 64));
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(p + 128));
+    const __m256i low6 = _mm256_set1_epi8(0x3F), top2 = _mm256_set1_epi8((char)0xC0), nib = _mm256_set1_epi8(0x0F);
+    lo[0] = _mm256_and_si256(s, low6);
+    lo[1] = _mm256_and_si256(m, low6);
+    hi[0] = _mm256_or_si256(_mm256_and_si256(x, nib), _mm256_srli_epi32(_mm256_and_si256(s, top2), 2));
+    hi[1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(x, 4), nib), _mm256_srli_epi32(_mm256_and_si256(m, top2), 2));
+}
+/* Byte k of every 32-bit lane of v, zero-extended. */
+PK_TARGET INLINE __m256i PK_NAME(k4_byte)(__m256i v, int k) {
+    const __m256i at = _mm256_set_epi32(12, 8, 4, 0, 12, 8, 4, 0);
+    return _mm256_shuffle_epi8(v, _mm256_add_epi32(at, _mm256_set1_epi32((int)(0x80808000u | (unsigned)k))));
+}
+/* Bytes k and k+1 of every 32-bit lane of v as two zero-extended int16 (min pairs). */
+PK_TARGET INLINE __m256i PK_NAME(k4_pair16)(__m256i v, int k) {
+    const __m256i at = _mm256_set_epi32(0x0C000C, 0x080008, 0x040004, 0, 0x0C000C, 0x080008, 0x040004, 0);
+    return _mm256_shuffle_epi8(v, _mm256_add_epi32(at, _mm256_set1_epi32((int)(0x80008000u | ((unsigned)(k + 1) << 16) | (unsigned)k))));
+}
+
 /* Sub-blocks 2c and 2c+1 of super-block b for rows 8h..8h+7 (q, qh: this half's bytes of
- * the quant and high-bit vectors; sc: of the scales), into isum[0..R). */
-PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const uint8_t *qh, const uint8_t *sc,
+ * the quant and high-bit vectors; sc0, sc1: the two sub-blocks' scales a row lane), into
+ * isum[0..R). */
+PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const uint8_t *qh, __m256i sc0, __m256i sc1,
                                        const uint8_t *act, size_t as, int R, __m256i *isum) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s0[MAX_R], s1[MAX_R];
@@ -145,8 +169,6 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
             s1[r] = PK_NAME(dp4)(s1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
         }
     }
-    const __m256i sc0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * c)));
-    const __m256i sc1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 32 * c + 16)));
     for (int r = 0; r < R; r++) { /* sub-block 2c's term, then 2c+1's, as the j order */
         isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s0[r], sc0));
         isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s1[r], sc1));
@@ -162,20 +184,20 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
     if (pf) tokd_pk_k4_start(wb, sb_bytes, TOKD_PK_PF_DIST, R);
-    const uint8_t *sc = wb + 64 + 8 * h, *mn = wb + 192 + 8 * h, *q = wb + 320 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
+    const uint8_t *q = wb + 256 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
+    __m256i lo[2], hi[2]; /* scales and mins */
+    PK_NAME(k4_scales)(wb + 64 + 32 * h, lo, hi);
     __m256i isum[MAX_R];
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
         if (pf && R == 1) tokd_pk_kq_prefetch_quarter(wb, sb_bytes, TOKD_PK_PF_DIST, c);
-        PK_NAME(k4_pair)(q5, c, q, qh, sc, ab, as, R, isum);
+        const __m256i *sv = c < 2 ? &lo[0] : &hi[0];
+        PK_NAME(k4_pair)(q5, c, q, qh, PK_NAME(k4_byte)(*sv, (2 * c) & 3), PK_NAME(k4_byte)(*sv, (2 * c + 1) & 3), ab, as,
+                         R, isum);
     }
-    __m256i mp[4];
-    for (int i = 0; i < 4; i++) {
-        const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i))));
-        const __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(mn + 16 * (2 * i + 1))));
-        mp[i] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
-    }
+    const __m256i mp[4] = {PK_NAME(k4_pair16)(lo[1], 0), PK_NAME(k4_pair16)(lo[1], 2), PK_NAME(k4_pair16)(hi[1], 0),
+                           PK_NAME(k4_pair16)(hi[1], 2)};
     const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
     const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
     PK_NAME(mins_fold)(R, 4, mp, isum, dx, dmx, ab, as, acc);
@@ -227,7 +249,7 @@ PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint
 /* ---- Q6_K, Q3_K and Q2_K (packed.h's layouts; packed_avx512.c's k16_tile arithmetic) ----
  * One 8-row half at a time, in two passes or per super-block as Q4_K. Per super-block
  * and sub-block j (16 weights = four groups of four): the four groups' unsigned values
- * are rebuilt (Q6_K: 6-bit, q + 32, from the nibble and top-bit vectors; Q3_K: 3-bit,
+ * are rebuilt (Q6_K: 6-bit, q + 32, from its three vectors a sub-block; Q3_K: 3-bit,
  * q + 4, from the two-bit and high-bit vectors; Q2_K: the two-bit values as they are),
  * then each row's sum starts at its
  * correction (-32 or -4 * the sub-block's activation sum; 0 for Q2_K), takes four dp4
@@ -240,13 +262,18 @@ PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint
  * activation products is at most 2 * 63 * 128 = 16128 (Q6_K), 2 * 7 * 128 = 1792 (Q3_K's
  * q + 4 <= 7) or 2 * 3 * 128 = 768 (Q2_K's 0..3) in magnitude, below 2^15; so dp4 is
  * vpdpbusd's exact integer in both forms, and every sum here is the AVX-512 one. */
-PK_TARGET INLINE __m256i PK_NAME(q6k_group)(const uint8_t *nib, const uint8_t *top, int g) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-    const __m256i n = _mm256_loadu_si256((const __m256i *)(nib + 64 * (g & 31)));
-    const __m256i lo = g < 32 ? _mm256_and_si256(n, m4) : _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
-    const __m256i t = _mm256_loadu_si256((const __m256i *)(top + 64 * (g & 15)));
-    const int k = g >> 4; /* top bits 2k..2k+1 -> bits 4..5 */
-    return _mm256_or_si256(_mm256_and_si256(PK_NAME(shift16)(t, 4 - 2 * k), m30), lo);
+/* Q6_K group t (0..3) of the sub-block whose three vectors (this half's bytes) are at v
+ * (packed.c, q6_K_pack): bits 0-5 of vector t, or for t = 3 bits 6-7 of the three put
+ * together (packed_avx512.c, q6k_groups). */
+PK_TARGET INLINE __m256i PK_NAME(q6k_group)(const uint8_t *v, int t) {
+    const __m256i m3f = _mm256_set1_epi8(0x3F);
+    if (t < 3) return _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(v + 64 * t)), m3f);
+    const __m256i a = _mm256_loadu_si256((const __m256i *)v), b = _mm256_loadu_si256((const __m256i *)(v + 64));
+    const __m256i c = _mm256_loadu_si256((const __m256i *)(v + 128));
+    const __m256i a2 = _mm256_and_si256(_mm256_srli_epi16(a, 6), _mm256_set1_epi8(0x03));
+    const __m256i b2 = _mm256_and_si256(_mm256_srli_epi16(b, 4), _mm256_set1_epi8(0x0C));
+    const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(c, 2), _mm256_set1_epi8(0x30));
+    return _mm256_or_si256(_mm256_or_si256(a2, b2), c2);
 }
 
 /* Two-bit group g (weights 4g..4g+3 of each row, g = 8p + t) of Q2_K / Q3_K: bits
@@ -264,7 +291,7 @@ PK_TARGET INLINE __m256i PK_NAME(q3k_group)(const uint8_t *q2, const uint8_t *hm
     return _mm256_or_si256(_mm256_and_si256(PK_NAME(shift16)(h, 2 - p), _mm256_set1_epi8(0x04)), PK_NAME(q2_group)(q2, g));
 }
 PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const uint8_t *top, int g) {
-    return kind == K16_Q6 ? PK_NAME(q6k_group)(q, top, g)
+    return kind == K16_Q6 ? PK_NAME(q6k_group)(q + 192 * (g >> 2), g & 3)
            : kind == K16_Q3 ? PK_NAME(q3k_group)(q, top, g)
                             : PK_NAME(q2_group)(q, g);
 }
@@ -277,12 +304,12 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
     if (pf) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R);
-    /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and
-       top bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
+    /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors a
+       sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
        and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
     const uint8_t *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
     const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256 + 32 * h;
-    const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048), *ab = act + (size_t)b * Q6K_ACT;
+    const uint8_t *top = q + 1024, *ab = act + (size_t)b * Q6K_ACT; /* Q3_K's high-bit vectors */
     sc += 8 * h;
     __m256i isum[MAX_R];
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();

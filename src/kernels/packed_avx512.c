@@ -13,6 +13,9 @@
 #include "util.h"
 
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+/* The 16-weight sub-block kernels (Q6_K, Q3_K, Q2_K: k16_tile) also use GFNI; packed.c
+ * gives CPUs without it those types' AVX2 forms. */
+#define TGT_GFNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")))
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 8
 
@@ -344,17 +347,28 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
 #define Q2K_SB (16 * 84)
 enum { K16_Q6, K16_Q3, K16_Q2 };
 
-/* The 16 rows' unsigned values of one group of four weights, from vectors loaded once
- * (k16_tile walks the sub-blocks that share them together).
- * Q6_K, group i of sub-block jj + 4m: its nibbles are the low (m < 2) or high (m >= 2)
- * nibbles of nibble vector 4jj + i (nl, even m) or 16 + 4jj + i (nh, odd m), weights
- * 4v + i and 128 + 4v + i of vector v; its top two bits are bits 2m..2m+1 of top-bit
- * vector 4jj + i (tp), moved to bits 4..5. */
-TGT INLINE __m512i q6k_group(__m512i nl, __m512i nh, __m512i tp, int m) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    const __m512i n = m & 1 ? nh : nl;
-    const __m512i lo = m < 2 ? _mm512_and_si512(n, m4) : _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
-    return _mm512_ternarylogic_epi32(shift16(tp, 4 - 2 * m), m30, lo, 0xEA); /* (top & m30) | lo */
+/* Q6_K: the 16 rows' unsigned values (q + 32) of sub-block j's four groups of four
+ * weights, from its three vectors at v (packed.c, q6_K_pack): the first three groups are
+ * bits 0-5 of each vector, the fourth is put together from their bits 6-7. One GF(2)
+ * affine transform per vector moves its two top bits to bits 0-1, 2-3 or 4-5 of each
+ * byte and clears the others (row 7 - i of the 8x8 bit matrix picks output bit i's
+ * input bit), and one ternary OR merges the three. Streaming Q6_K matrices from memory
+ * on two threads against the read probe, four runs of 151 alternated rounds (TinyLlama's
+ * K = 2048): this kernel 0.955-1.046 of the probe, the one before with the file's
+ * nibble and top-bit vectors 0.915-0.970, and this layout with 16-bit shifts and masks
+ * in place of GFNI 0.873-0.940. So it needs GFNI (packed.c falls back to the AVX2 form
+ * without it). */
+TGT_GFNI INLINE void q6k_groups(const uint8_t *v, __m512i u[4]) {
+    const __m512i a = load_once(v), b = load_once(v + 64), c = load_once(v + 128);
+    const __m512i m3f = _mm512_set1_epi8(0x3F);
+    u[0] = _mm512_and_si512(a, m3f);
+    u[1] = _mm512_and_si512(b, m3f);
+    u[2] = _mm512_and_si512(c, m3f);
+    /* input bits 6, 7 to output bits 0, 1 (a), 2, 3 (b), 4, 5 (c) */
+    const __m512i ta = _mm512_gf2p8affine_epi64_epi8(a, _mm512_set1_epi64((long long)0x4080000000000000ull), 0);
+    const __m512i tb = _mm512_gf2p8affine_epi64_epi8(b, _mm512_set1_epi64((long long)0x0000408000000000ull), 0);
+    const __m512i tc = _mm512_gf2p8affine_epi64_epi8(c, _mm512_set1_epi64((long long)0x0000000040800000ull), 0);
+    u[3] = _mm512_ternarylogic_epi32(ta, tb, tc, 0xFE); /* ta | tb | tc */
 }
 /* Q2_K / Q3_K, group g = 8p + t (weights 4g..4g+3): bits 2s..2s+1 (s = p % 4) of two-bit
  * vector 8(p/4) + t (v); Q3_K with bit p of high-bit vector t (hv) moved to bit 2. */
@@ -365,7 +379,7 @@ TGT INLINE __m512i q3k_group(__m512i v, __m512i hv, int p, int s) {
     return _mm512_ternarylogic_epi32(shift16(hv, 2 - p), _mm512_set1_epi8(0x04), q2_group(v, s), 0xEA); /* (hv & 4) | lo */
 }
 
-TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                          int64_t ldy) {
     __m512 acc[MAX_R];
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
@@ -374,39 +388,28 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
         tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R); /* packed.h says why */
-        /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's nibbles and top
-           bits, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K and
-           Q3_K super-blocks go in pairs, packed.h) */
+        /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors
+           a sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
+           and Q3_K super-blocks go in pairs, packed.h) */
         const uint8_t *hdr = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
         const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256;
-        const uint8_t *top = q + (kind == K16_Q3 ? 1024 : 2048);
+        const uint8_t *top = q + 1024; /* Q3_K's high-bit vectors */
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
-        /* Sub-blocks that share their vectors go together, so that each line is loaded once
-           (else GCC folds a load into every use). Q6_K: sub-blocks jj, jj + 4, jj + 8 and
-           jj + 12 (q6k_group). Q3_K and Q2_K: sub-block j = 2p + par takes two-bit
-           vectors 8(p / 4) + 4 par + i and high-bit vectors 4 par + i (group i), so the four
-           p of one p / 4 and one par share them. The integer sums are exact, so their order
-           changes no bit. */
-        __m512i va[4], vb[4], vc[4];
+        /* Q3_K and Q2_K: sub-blocks that share their vectors go together, so that each
+           line is loaded once (else GCC folds a load into every use): sub-block j = 2p +
+           par takes two-bit vectors 8(p / 4) + 4 par + i and high-bit vectors 4 par + i
+           (group i), so the four p of one p / 4 and one par share them. The integer sums
+           are exact, so their order changes no bit. Q6_K's sub-blocks go in order. */
+        __m512i va[4], vb[4];
 #pragma GCC unroll 16
         for (int jo = 0; jo < 16; jo++) {
             int j;
             __m512i u[4];
             if (kind == K16_Q6) {
-                const int jj = jo >> 2, m = jo & 3;
-                j = jj + 4 * m;
-                if (m == 0) {
-#pragma GCC unroll 4
-                    for (int i = 0; i < 4; i++) {
-                        va[i] = load_once(q + 64 * (4 * jj + i));        /* low nibbles: m = 0, 2 */
-                        vb[i] = load_once(q + 64 * (16 + 4 * jj + i));   /* m = 1, 3 */
-                        vc[i] = load_once(top + 64 * (4 * jj + i));
-                    }
-                }
-#pragma GCC unroll 4
-                for (int i = 0; i < 4; i++) u[i] = q6k_group(va[i], vb[i], vc[i], m);
+                j = jo;
+                q6k_groups(q + 192 * j, u);
             } else {
                 const int half = jo >> 3, par = (jo >> 2) & 1, k = jo & 3, p = 4 * half + k;
                 j = 2 * p + par;
@@ -468,36 +471,36 @@ TGT INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *
         for (int64_t G = 0; G < n_groups; G++)                                                             \
             TILE_FN(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
         break;
-#define KQ_GEMM(NAME, TILE_FN)                                                                             \
-    TGT void NAME(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act, \
-                  size_t as, float *y, int64_t ldy) {                                                      \
-        const int64_t nb = K / 256;                                                                        \
-        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                       \
-            const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                     \
-            switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                           \
-                KQ_CASE(TILE_FN, 8)                                                                        \
-                KQ_CASE(TILE_FN, 7)                                                                        \
-                KQ_CASE(TILE_FN, 6)                                                                        \
-                KQ_CASE(TILE_FN, 5)                                                                        \
-                KQ_CASE(TILE_FN, 4)                                                                        \
-                KQ_CASE(TILE_FN, 3)                                                                        \
-                KQ_CASE(TILE_FN, 2)                                                                        \
-                KQ_CASE(TILE_FN, 1)                                                                        \
-            }                                                                                              \
-        }                                                                                                  \
+#define KQ_GEMM(TARGET, NAME, TILE_FN)                                                                          \
+    TARGET void NAME(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act,\
+                  size_t as, float *y, int64_t ldy) {                                                           \
+        const int64_t nb = K / 256;                                                                             \
+        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                            \
+            const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                          \
+            switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                                \
+                KQ_CASE(TILE_FN, 8)                                                                             \
+                KQ_CASE(TILE_FN, 7)                                                                             \
+                KQ_CASE(TILE_FN, 6)                                                                             \
+                KQ_CASE(TILE_FN, 5)                                                                             \
+                KQ_CASE(TILE_FN, 4)                                                                             \
+                KQ_CASE(TILE_FN, 3)                                                                             \
+                KQ_CASE(TILE_FN, 2)                                                                             \
+                KQ_CASE(TILE_FN, 1)                                                                             \
+            }                                                                                                   \
+        }                                                                                                       \
     }
-TGT INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+TGT_GFNI INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
     k16_tile(K16_Q6, nb, w, act, as, R, y, ldy);
 }
-TGT INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+TGT_GFNI INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
     k16_tile(K16_Q3, nb, w, act, as, R, y, ldy);
 }
-TGT INLINE void q2k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
+TGT_GFNI INLINE void q2k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
     k16_tile(K16_Q2, nb, w, act, as, R, y, ldy);
 }
-KQ_GEMM(tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
-KQ_GEMM(tokd_packed_q3_K_gemm_avx512vnni, q3k_tile)
-KQ_GEMM(tokd_packed_q2_K_gemm_avx512vnni, q2k_tile)
+KQ_GEMM(TGT_GFNI, tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
+KQ_GEMM(TGT_GFNI, tokd_packed_q3_K_gemm_avx512vnni, q3k_tile)
+KQ_GEMM(TGT_GFNI, tokd_packed_q2_K_gemm_avx512vnni, q2k_tile)
 
 /* ---- Q4_K and Q5_K ----
  * Per super-block: sub-block j's eight quant groups are the low (j even) or high (j odd)
@@ -508,7 +511,7 @@ KQ_GEMM(tokd_packed_q2_K_gemm_avx512vnni, q2k_tile)
  * file layout's vec_dot: out + ((dx*dy) * sumi - (dmx*dy) * summ). */
 
 #define Q4K_ACT 276
-#define Q4K_SB 2368
+#define Q4K_SB 2304
 #define Q5K_SB (Q4K_SB + 512)
 
 /* Q5_K's fifth bits of sub-block j, group t, at bit 4 of each byte (16-bit shifts: the
@@ -517,6 +520,33 @@ TGT INLINE __m512i q5k_merge(__m512i u, const uint8_t *qh, int t, int j) {
     const __m512i hv = _mm512_loadu_si512(qh + 64 * t);
     const __m512i at4 = shift16(hv, 4 - j);
     return _mm512_ternarylogic_epi32(at4, _mm512_set1_epi8(0x10), u, 0xEA); /* (at4 & 0x10) | u */
+}
+
+/* The 16 rows' six-bit scales and mins of a super-block (packed.c: lane L of the three
+ * vectors at p holds row L's 12 file bytes), as bytes: lane bytes 0..3 of lo[0] are the
+ * scales of sub-blocks 0..3, of hi[0] those of 4..7; lo[1] and hi[1] the mins. Sub-blocks
+ * 4..7 take their low four bits from the third vector and their top two from the top of
+ * the first (scales) or second (mins), as tokd_k4_scale_min. */
+TGT INLINE void k4_scales(const uint8_t *p, __m512i lo[2], __m512i hi[2]) {
+    const __m512i s = _mm512_loadu_si512(p), m = _mm512_loadu_si512(p + 64), x = _mm512_loadu_si512(p + 128);
+    const __m512i low6 = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8((char)0xC0), nib = _mm512_set1_epi8(0x0F);
+    lo[0] = _mm512_and_si512(s, low6);
+    lo[1] = _mm512_and_si512(m, low6);
+    /* (x & 0x0F) | top two bits moved to bits 4-5 (the masks keep each byte's own bits) */
+    hi[0] = _mm512_ternarylogic_epi32(x, nib, _mm512_srli_epi32(_mm512_and_si512(s, top2), 2), 0xEA);
+    hi[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi32(x, 4), nib, _mm512_srli_epi32(_mm512_and_si512(m, top2), 2), 0xEA);
+}
+/* Byte k of every 32-bit lane of v, zero-extended. */
+TGT INLINE __m512i k4_byte(__m512i v, int k) {
+    const __m512i at = _mm512_set_epi32(12, 8, 4, 0, 12, 8, 4, 0, 12, 8, 4, 0, 12, 8, 4, 0);
+    return _mm512_shuffle_epi8(v, _mm512_add_epi32(at, _mm512_set1_epi32((int)(0x80808000u | (unsigned)k))));
+}
+/* Bytes k and k+1 of every 32-bit lane of v as two zero-extended int16: (min k, min k+1)
+ * pairs for vpdpwssd. */
+TGT INLINE __m512i k4_pair16(__m512i v, int k) {
+    const __m512i at = _mm512_set_epi32(0x0C000C, 0x080008, 0x040004, 0, 0x0C000C, 0x080008, 0x040004, 0, 0x0C000C,
+                                        0x080008, 0x040004, 0, 0x0C000C, 0x080008, 0x040004, 0);
+    return _mm512_shuffle_epi8(v, _mm512_add_epi32(at, _mm512_set1_epi32((int)(0x80008000u | ((unsigned)(k + 1) << 16) | (unsigned)k))));
 }
 
 TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
@@ -528,7 +558,9 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
         tokd_pk_k4_start(w, sb_bytes, TOKD_PK_PF_DIST, R); /* decode's lines by quarters below */
-        const uint8_t *sc = w + 64, *mn = w + 192, *q = w + 320, *qh = w + Q4K_SB;
+        const uint8_t *q = w + 256, *qh = w + Q4K_SB;
+        __m512i lo[2], hi[2]; /* scales and mins */
+        k4_scales(w + 64, lo, hi);
         __m512i isum[MAX_R];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
@@ -547,7 +579,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
                     u[t] = h ? _mm512_and_si512(_mm512_srli_epi16(raw[t], 4), m4) : _mm512_and_si512(raw[t], m4);
                     if (q5) u[t] = q5k_merge(u[t], qh, t, j);
                 }
-                const __m512i scj = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(sc + 16 * j)));
+                const __m512i scj = k4_byte(j < 4 ? lo[0] : hi[0], j & 3);
 #pragma GCC unroll 8
                 for (int r = 0; r < R; r++) {
                     const uint8_t *a = act + (size_t)r * as + (size_t)b * Q4K_ACT + 32 * j;
@@ -559,13 +591,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
             }
         }
         /* mins as (m 2i, m 2i+1) int16 pairs per row lane */
-        __m512i mp[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) {
-            __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * (2 * i))));
-            __m512i hi = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(mn + 16 * (2 * i + 1))));
-            mp[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-        }
+        const __m512i mp[4] = {k4_pair16(lo[1], 0), k4_pair16(lo[1], 2), k4_pair16(hi[1], 0), k4_pair16(hi[1], 2)};
         const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)w));
         const __m512 dmx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 32)));
         mins_fold(R, 4, mp, isum, dx, dmx, act + (size_t)b * Q4K_ACT, as, acc);
@@ -580,5 +606,5 @@ TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_
 TGT INLINE void q5k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
     k4_tile(1, nb, w, act, as, R, y, ldy);
 }
-KQ_GEMM(tokd_packed_q4_K_gemm_avx512vnni, q4k_tile)
-KQ_GEMM(tokd_packed_q5_K_gemm_avx512vnni, q5k_tile)
+KQ_GEMM(TGT, tokd_packed_q4_K_gemm_avx512vnni, q4k_tile)
+KQ_GEMM(TGT, tokd_packed_q5_K_gemm_avx512vnni, q5k_tile)

@@ -127,6 +127,7 @@ static void detect_cpu(void) {
         cpu.avx512vl = zmm_ok && ((b >> 31) & 1);
         cpu.avx512vnni = zmm_ok && ((c >> 11) & 1);
         cpu.avx512vbmi = zmm_ok && ((c >> 1) & 1);
+        cpu.gfni = ymm_ok && ((c >> 8) & 1);
         __cpuid_count(7, 1, a, b, c, d);
         cpu.avxvnni = ymm_ok && ((a >> 4) & 1);
         cpu.avx512bf16 = zmm_ok && ((a >> 5) & 1);

@@ -70,7 +70,7 @@ const tokd_type_traits *tokd_type_get(uint32_t id);
 
 /* CPU features and kernel selection. */
 typedef struct {
-    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni, avx512vbmi;
+    bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, avx512bf16, avxvnni, avx512vbmi, gfni;
 } tokd_cpu_features;
 const tokd_cpu_features *tokd_cpu(void);
 void tokd_kernels_init(void);
