@@ -141,11 +141,16 @@ static void check_matmul_n(void) {
     static const uint32_t sets[][3] = {{GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K},
                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_0},
                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K},
-                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K}};
-    static const int64_t n_outs[4][3] = {{40, 16, 33}, {40, 16, 33}, {40, 16, 33}, {48, 16, 32}};
+                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K},
+                                       {GGML_TYPE_Q6_K, GGML_TYPE_Q4_K, GGML_TYPE_Q4_K},
+                                       {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_0}};
+    static const int64_t n_outs[6][3] = {{40, 16, 33}, {40, 16, 33}, {40, 16, 33}, {48, 16, 32}, {32, 64, 16}, {48, 16, 32}};
     const int64_t K = 512;
     tokd_pool *pool = tokd_pool_new(2);
-    for (size_t si = 0; si < 4; si++)
+    /* sets 3-5 packed: in decode (one row) packed matrices with different activation
+       preparations share a region, at most two forms (the third form of set 5 runs in a
+       region of its own) */
+    for (size_t si = 0; si < 6; si++)
         for (int64_t nr = 1; nr <= 9; nr += 4) {
             tokd_matrix M[3];
             const tokd_matrix *Mp[3];
@@ -158,7 +163,7 @@ static void check_matmul_n(void) {
                 uint8_t *W = malloc(rb * (size_t)n_outs[si][m]);
                 fill_weights(t, W, K, n_outs[si][m], 0);
                 M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = n_outs[si][m], .row_bytes = rb};
-                if (si == 3) CHECK(tokd_matrix_pack(NULL, &M[m], tokd_packed_get_any(t->id)) == 0, "matmul_n: pack");
+                if (si >= 3) CHECK(tokd_matrix_pack(NULL, &M[m], tokd_packed_get_any(t->id)) == 0, "matmul_n: pack");
                 Mp[m] = &M[m];
                 ld[m] = n_outs[si][m] + m;
                 Ya[m] = calloc((size_t)(ld[m] * nr), sizeof(float));
@@ -424,8 +429,10 @@ static void check_prefetch_windows(void) {
 }
 
 /* With matrices that do not all share an activation form (packed Q4_K, Q6_K, Q4_K), the
- * windows are those of the first region tokd_matmul_n runs: the two Q4_K matrices.
- * 64 + 8 units over two threads: thread 1 starts at unit 72 * 9 / 20 = 32 of the first. */
+ * windows are those of the first region tokd_matmul_n runs. Decode (one row): all three
+ * (mixed_region), 64 + 8 + 8 units over two threads, thread 1 starting at unit 80 * 9 /
+ * 20 = 36 of the first; two rows: the two Q4_K matrices, 64 + 8 units, thread 1 at unit
+ * 72 * 9 / 20 = 32. */
 static void check_prefetch_windows_mixed(void) {
     const int64_t K = 512;
     static const uint32_t types[3] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K};
@@ -440,13 +447,22 @@ static void check_prefetch_windows_mixed(void) {
         Mp[m] = &M[m];
     }
     tokd_pool *pool = tokd_pool_new(2);
-    tokd_matmul_prefetch_next(pool, 3, Mp, 1, (size_t)1 << 30);
-    tokd_pool_window w0, w1;
-    int ok = tokd_pool_pending_window(pool, 0, &w0) && tokd_pool_pending_window(pool, 1, &w1);
     const uint8_t *base = M[0].packed;
-    CHECK(ok && w0.ptr == base && w0.len == 32 * M[0].group_bytes, "mixed windows: thread 0 at the first Q4_K matrix");
-    CHECK(ok && w1.ptr == base + 32 * M[0].group_bytes && w1.len == 32 * M[0].group_bytes,
-          "mixed windows: thread 1 at unit 32 of the first Q4_K matrix, to its end");
+    const size_t gb = M[0].group_bytes;
+    for (int64_t rows = 1; rows <= 2; rows++) {
+        const size_t u = rows == 1 ? 36 : 32;
+        tokd_matmul_prefetch_next(pool, 3, Mp, rows, (size_t)1 << 30);
+        tokd_pool_window w0, w1;
+        int ok = tokd_pool_pending_window(pool, 0, &w0) && tokd_pool_pending_window(pool, 1, &w1);
+        CHECK(ok && w0.ptr == base && w0.len == u * gb, "mixed windows, %lld rows: thread 0 at the first Q4_K matrix",
+              (long long)rows);
+        CHECK(ok && w1.ptr == base + u * gb && w1.len == (64 - u < u ? 64 - u : u) * gb,
+              "mixed windows, %lld rows: thread 1 at unit %zu of the first Q4_K matrix", (long long)rows, u);
+        float *Y = calloc(2 * 1024, sizeof(float)), *X = calloc(2 * (size_t)K, sizeof(float));
+        void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(M[1].tt, K, rows) + 64);
+        tokd_matmul(pool, &M[0], X, K, rows, Y, 1024, scratch); /* consumes the windows */
+        free(Y), free(X), free(scratch);
+    }
     tokd_pool_free(pool);
     for (int m = 0; m < 3; m++) {
         free((void *)M[m].data);

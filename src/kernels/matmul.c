@@ -62,7 +62,7 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
     if (pk && pk->act_bytes(K) > row) row = pk->act_bytes(K);
     if (pk2 && pk2->act_bytes(K) > row) row = pk2->act_bytes(K);
     row = (row + 63) & ~(size_t)63;
-    return row * (size_t)n_rows;
+    return row * (size_t)(n_rows < 2 ? 2 : n_rows); /* decode: room for two forms (mixed_region) */
 }
 
 typedef struct {
@@ -122,6 +122,9 @@ typedef struct {
     const tokd_type_traits *at;
     int gemm; /* through tt->gemm with prepared activation rows */
     const tokd_packed_traits *pk; /* through the packed gemm */
+    /* packed: each matrix's prepared activation rows (in decode, matrices whose
+       preparations differ share a region, each form prepared once: mixed_region) */
+    const uint8_t *mat_act[MAX_MATS];
     /* chunks: chunk c is units [bound[c], bound[c+1]) (decode), or chunk_units units from
        c * chunk_units (prefill) */
     int64_t chunk_units, n_chunks;
@@ -145,14 +148,17 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
 
-/* Weight rows [o0, o1) of W against every activation row, into Y (row stride ldy). */
-static void matmul_chunk(const matmul_job *j, const tokd_matrix *W, float *Y, int64_t ldy, int64_t o0, int64_t o1) {
+/* Weight rows [o0, o1) of matrix m against every activation row, into its Y. */
+static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
+    const tokd_matrix *W = j->Ws[m];
+    float *Y = j->Ys[m];
+    const int64_t ldy = j->ldys[m];
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
     const int64_t K = W->K;
     if (j->pk) {
-        j->pk->gemm(K, (o1 - o0) / TOKD_PACK_ROWS, (const uint8_t *)W->packed + (size_t)(o0 / TOKD_PACK_ROWS) * W->group_bytes,
-                    W->group_bytes, j->n_rows, j->act, j->act_stride, Y + o0, ldy);
+        W->pk->gemm(K, (o1 - o0) / TOKD_PACK_ROWS, (const uint8_t *)W->packed + (size_t)(o0 / TOKD_PACK_ROWS) * W->group_bytes,
+                    W->group_bytes, j->n_rows, j->mat_act[m], j->act_stride, Y + o0, ldy);
         return;
     }
     if (j->gemm) {
@@ -196,17 +202,16 @@ static void matmul_region(void *arg, int ith, int nth) {
         int64_t u1 = j->chunk_units ? u0 + j->chunk_units : j->bound[c + 1];
         if (j->epi) {
             const int64_t n_out = j->Ws[0]->n_out, o0 = u0 * UNIT, o1 = u1 * UNIT < n_out ? u1 * UNIT : n_out;
-            matmul_chunk(j, j->Ws[0], j->Ys[0], j->ldys[0], o0, o1);
-            matmul_chunk(j, j->Ws[1], j->Ys[1], j->ldys[1], o0, o1);
+            matmul_chunk(j, 0, o0, o1);
+            matmul_chunk(j, 1, o0, o1);
             for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
             continue;
         }
         for (int m = 0; m < j->n_mats; m++) { /* the chunk's part of each matrix */
             int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
             if (lo >= hi) continue;
-            const tokd_matrix *W = j->Ws[m];
-            int64_t o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
-            matmul_chunk(j, W, j->Ys[m], j->ldys[m], o0, o1 < W->n_out ? o1 : W->n_out);
+            const int64_t n_out = j->Ws[m]->n_out, o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
+            matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
         }
     }
     (void)nth;
@@ -240,18 +245,40 @@ static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) 
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
 }
 
+/* Whether packed matrices with different activation preparations may still share a
+ * region: one activation row (decode), so that each form is one row prepared by the
+ * caller before the region, and at most MIXED_FORMS forms (the scratch holds two rows:
+ * tokd_matmul_scratch_bytes). Q4_K_M's attention, whose V is Q6_K in about half the
+ * layers, then runs Q, K and V in one region as in the other layers: the 256-row V
+ * alone streamed at well under the large matrices' rate, and each region ends with the
+ * threads waiting for each other. */
+#define MIXED_FORMS 2
+static int mixed_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
+    return n_rows == 1 && a->pk && b->pk && a->K == b->K;
+}
+
 /* The region of tokd_matmul_n that starts with the first of the matrices not yet run
  * (bit m of *done set for those run): it and the later ones that share its activation
- * form, at most MAX_MATS. Their indices go to idx and their bits into *done; returns
- * their count, 0 when every matrix has run. */
+ * form (or may mix with it), at most MAX_MATS. Their indices go to idx and their bits
+ * into *done; returns their count, 0 when every matrix has run. */
 static int next_region(int n_mats, const tokd_matrix *const *Ws, int64_t n_rows, unsigned *done, int *idx) {
-    int first = 0, n = 0;
+    int first = 0, n = 0, forms = 0;
+    const tokd_packed_traits *form[MIXED_FORMS];
     while (first < n_mats && (*done >> first & 1)) first++;
-    for (int m = first; m < n_mats && n < MAX_MATS; m++)
-        if (!(*done >> m & 1) && same_act(Ws[first], Ws[m], n_rows)) {
-            idx[n++] = m;
-            *done |= 1u << m;
+    for (int m = first; m < n_mats && n < MAX_MATS; m++) {
+        if (*done >> m & 1) continue;
+        if (!same_act(Ws[first], Ws[m], n_rows)) {
+            if (!mixed_region(Ws[first], Ws[m], n_rows)) continue;
+            int f = 0;
+            while (f < forms && form[f]->prep != Ws[m]->pk->prep) f++;
+            if (f == MIXED_FORMS) continue;
+            if (f == forms) form[forms++] = Ws[m]->pk;
+        } else if (!forms && Ws[m]->pk) {
+            form[forms++] = Ws[m]->pk;
         }
+        idx[n++] = m;
+        *done |= 1u << m;
+    }
     return n;
 }
 /* Whether tokd_matmul_pair runs its two matrices in pair mode (prefill only: above). */
@@ -270,6 +297,18 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
         j.act = scratch;
         j.act_stride = (W->pk->act_bytes(W->K) + 63) & ~(size_t)63;
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
+        const uint8_t *next = j.act + j.act_stride * (size_t)n_rows;
+        for (int m = 0; m < n_mats; m++) { /* a mixed region's other form: one row, after the first */
+            int f = 0;
+            while (f < m && Ws[f]->pk->prep != Ws[m]->pk->prep) f++;
+            if (f < m) j.mat_act[m] = j.mat_act[f];
+            else if (Ws[m]->pk->prep == W->pk->prep) j.mat_act[m] = j.act;
+            else {
+                Ws[m]->pk->prep(X, (uint8_t *)next, W->K);
+                j.mat_act[m] = next;
+                next += (Ws[m]->pk->act_bytes(W->K) + 63) & ~(size_t)63;
+            }
+        }
     } else if (W->tt->vec_dot_type == 0) {
         j.act = (const uint8_t *)X;
         j.act_stride = (size_t)ldx * sizeof(float);

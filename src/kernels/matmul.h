@@ -57,7 +57,9 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
 /* The products of several matrices with the same X (n_mats <= 4, e.g. Q, K, V): the
  * matrices that share K and activation format share one conversion of the activation
  * rows and one parallel region (all of them when they can; Q4_K_M's Q4_K Q and K with
- * its Q6_K V make two regions, not three). Same results as separate calls. */
+ * its Q6_K V make two regions, not three, and in decode, where packed matrices of two
+ * activation forms may share one, a single region). Same results as separate calls.
+ * scratch must hold the largest tokd_matmul_scratch_bytes of the matrices. */
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch);
 
