@@ -179,6 +179,12 @@ int main(void) {
             if (packs) { /* one 2 MiB-aligned buffer holds the copies, in the order decode reads them */
                 int in_order = ((uintptr_t)packed->packed & (((uintptr_t)2 << 20) - 1)) == 0;
                 const uint8_t *at = packed->packed, *end = at + packed->packed_bytes;
+                /* the embedding table first, as the file has it (decode reads it first) */
+                const size_t embd_bytes = packed->tok_embd.row_bytes * (size_t)packed->tok_embd.n_out;
+                in_order &= packed->tok_embd.data == (const void *)at &&
+                            memcmp(packed->tok_embd.data, plain->tok_embd.data, embd_bytes) == 0 &&
+                            (!packed->tied_output || packed->output.data == packed->tok_embd.data);
+                at += embd_bytes;
                 for (int32_t l = 0; l < packed->hp.n_layer; l++) {
                     const tokd_layer *L = &packed->layers[l];
                     const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -189,7 +195,7 @@ int main(void) {
                         at = p + len;
                     }
                 }
-                CHECK(in_order && plain->packed == NULL, "%s: packed copies in one aligned buffer, in forward order",
+                CHECK(in_order && plain->packed == NULL, "%s: embedding table and packed copies in one aligned buffer, in forward order",
                       name);
             }
             size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
