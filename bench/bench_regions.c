@@ -1,0 +1,220 @@
+/* bench_regions.c — where a decode step's products lose against the read probe.
+ *
+ * Runs the weight products of one decode step of a model (every layer's Q/K/V, output,
+ * gate/up and down products and the output matrix, with the same decode regions, chunks
+ * and prefetch windows as tokd_forward, but none of the serial stages between them)
+ * back to back, in three ways, alternated in one process so that the host's drift
+ * cancels:
+ *   kernel  the real packed kernels;
+ *   read    the same regions and chunks with a "kernel" that only reads its weight bytes
+ *           the way the probe does (wide loads, pages primed ahead);
+ *   probe   the bandwidth probe of `tokd bench` (bench.h), measured right before each.
+ * It prints the medians (and quartiles) of kernel/probe, read/probe and kernel/read:
+ * read/probe is what the region structure costs (activation preparation on the caller,
+ * waking the workers, threads finishing apart, each chunk's stream starting cold),
+ * kernel/read what the kernels' arithmetic costs on top. The serial stages are what
+ * `tokd bench`'s tg share loses beyond kernel/probe.
+ *
+ *   build:  make bench
+ *   run:    build/bench/bench_regions MODEL.gguf [ROUNDS]    (default 21 rounds, 2 threads)
+ *
+ * Needs a model whose matrices are packed on this CPU (packed.h); others are refused. */
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "kernels/matmul.h"
+#include "kernels/page_prime.h"
+#include "kernels/types.h"
+#include "model.h"
+#include "tokd.h"
+#include "util.h"
+#include "vecmath.h"
+
+#define MAX_MATRICES 1024
+#define MAX_ROUNDS 201
+#define WINDOW_BYTES ((size_t)256 << 10) /* forward.c's PREFETCH_BYTES */
+
+static volatile uint64_t sink;
+
+/* The probe's read loop over a chunk's weight bytes, as a packed gemm. */
+__attribute__((target("avx512f"))) static void read_only_gemm(int64_t K, int64_t n_groups, const void *w,
+                                                              size_t group_bytes, int64_t na, const void *act,
+                                                              size_t as, float *y, int64_t ldy) {
+    const uint8_t *p = w;
+    const size_t n = (size_t)n_groups * group_bytes;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 256 <= n; i += 256) {
+        tokd_page_prime(p + i, 256);
+        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
+        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512((const void *)(p + i + 64)));
+        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512((const void *)(p + i + 128)));
+        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512((const void *)(p + i + 192)));
+    }
+    for (; i + 64 <= n; i += 64) a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
+    a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+    sink ^= (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a0));
+    (void)K, (void)na, (void)act, (void)as, (void)y, (void)ldy;
+}
+
+/* Every packed matrix with its real traits and a copy whose gemm only reads. */
+typedef struct {
+    int n, n_forms;
+    tokd_matrix *mat[MAX_MATRICES];
+    const tokd_packed_traits *real[MAX_MATRICES], *reader[MAX_MATRICES];
+    tokd_packed_traits forms[16];
+} variants;
+
+static int add_matrix(variants *v, tokd_matrix *W) {
+    if (!W->pk || v->n == MAX_MATRICES) return -1;
+    int f = 0;
+    while (f < v->n_forms && v->forms[f].id != W->pk->id) f++;
+    if (f == v->n_forms) {
+        if (f == 16) return -1;
+        v->forms[f] = *W->pk;
+        v->forms[f].gemm = read_only_gemm;
+        v->n_forms++;
+    }
+    v->mat[v->n] = W;
+    v->real[v->n] = W->pk;
+    v->reader[v->n] = &v->forms[f];
+    v->n++;
+    return 0;
+}
+
+static void use(variants *v, int reader) {
+    for (int i = 0; i < v->n; i++) v->mat[i]->pk = reader ? v->reader[i] : v->real[i];
+}
+
+static double matrix_bytes(const tokd_matrix *W) { return (double)W->group_bytes * (double)(W->n_out / 16); }
+
+static void announce(tokd_pool *pool, const tokd_matrix *a, const tokd_matrix *b, const tokd_matrix *c) {
+    const tokd_matrix *Ws[3] = {a, b, c};
+    tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, 1, WINDOW_BYTES);
+}
+
+typedef struct {
+    float *x, *y0, *y1, *y2, *logits;
+    void *act;
+} buffers;
+
+/* One decode step's products in tokd_forward's order, announcements included; returns
+ * the bytes of weights read. */
+static double products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
+    const tokd_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, F = hp->n_ff, qd = (int64_t)hp->n_head * hp->head_dim;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+    double bytes = matrix_bytes(&m->output);
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *W3[3] = {&L->wq, &L->wk, &L->wv};
+        float *Y3[3] = {b->y0, b->y1, b->y2};
+        const int64_t ld3[3] = {qd, kvd, kvd};
+        announce(pool, &L->wo, NULL, NULL);
+        tokd_matmul_n(pool, 3, W3, b->x, E, 1, Y3, ld3, b->act);
+        announce(pool, &L->w_gate, &L->w_up, NULL);
+        tokd_matmul(pool, &L->wo, b->x, qd, 1, b->y0, E, b->act);
+        announce(pool, &L->w_down, NULL, NULL);
+        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, b->x, E, 1, b->y0, b->y1, F, tokd_swiglu_n, b->act);
+        if (l + 1 < hp->n_layer) announce(pool, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
+        else announce(pool, &m->output, NULL, NULL);
+        tokd_matmul(pool, &L->w_down, b->y0, F, 1, b->y2, E, b->act);
+        for (int k = 0; k < 3; k++) bytes += matrix_bytes(W3[k]);
+        bytes += matrix_bytes(&L->wo) + matrix_bytes(&L->w_gate) + matrix_bytes(&L->w_up) + matrix_bytes(&L->w_down);
+    }
+    tokd_matmul(pool, &m->output, b->x, E, 1, b->logits, hp->n_vocab, b->act);
+    return bytes;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_stat(const char *name, double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    printf("%-13s %.3f  (quartiles %.3f .. %.3f)\n", name, v[n / 2], v[n / 4], v[3 * n / 4]);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_regions MODEL.gguf [ROUNDS]\n");
+        return 2;
+    }
+    const int rounds = argc > 2 ? atoi(argv[2]) : 21;
+    if (rounds < 3 || rounds > MAX_ROUNDS) {
+        fprintf(stderr, "rounds: 3..%d\n", MAX_ROUNDS);
+        return 2;
+    }
+    tokd_err err;
+    tokd_model *m = tokd_model_load(argv[1], &err);
+    if (!m) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    if (!tokd_cpu()->avx512f) {
+        fprintf(stderr, "bench_regions: needs AVX-512 (its read-only kernel)\n");
+        return 1;
+    }
+    static variants v;
+    int unpacked = 0;
+    for (int32_t l = 0; l < m->hp.n_layer; l++) {
+        tokd_layer *L = &m->layers[l];
+        tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int k = 0; k < 7; k++) unpacked |= add_matrix(&v, ws[k]) != 0;
+    }
+    unpacked |= m->tied_output || add_matrix(&v, &m->output) != 0;
+    if (unpacked) {
+        fprintf(stderr, "bench_regions: every matrix must be packed on this CPU (and the output untied)\n");
+        return 1;
+    }
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 64;
+    cp.n_batch = 1;
+    cp.n_threads = 2;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    if (!c) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    tokd_pool *pool = tokd_ctx_pool(c);
+    const int64_t widest = m->hp.n_ff > m->hp.n_vocab ? m->hp.n_ff : m->hp.n_vocab;
+    buffers b = {tokd_xcalloc((size_t)widest, sizeof(float)), tokd_xcalloc((size_t)widest, sizeof(float)),
+                 tokd_xcalloc((size_t)widest, sizeof(float)), tokd_xcalloc((size_t)widest, sizeof(float)),
+                 tokd_xcalloc((size_t)m->hp.n_vocab, sizeof(float)), NULL};
+    size_t act = 0;
+    for (int i = 0; i < v.n; i++) {
+        size_t a = tokd_matmul_scratch_bytes(v.mat[i]->tt, v.mat[i]->K, 1);
+        if (a > act) act = a;
+    }
+    b.act = tokd_aligned_alloc(act);
+    for (int64_t i = 0; i < widest; i++) b.x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    tokd_bench_reader *rd = tokd_bench_reader_new((size_t)512 << 20);
+
+    static double kernel[MAX_ROUNDS], reader[MAX_ROUNDS], ratio[MAX_ROUNDS];
+    products(m, pool, &b); /* warm-up */
+    for (int r = 0; r < rounds; r++) {
+        double rate[2];
+        for (int k = 0; k < 2; k++) {
+            const int which = (r & 1) ? 1 - k : k; /* the order alternates */
+            use(&v, which);
+            const double bw = tokd_bench_reader_measure(rd, pool, 3);
+            const double t0 = tokd_now(), bytes = products(m, pool, &b);
+            rate[which] = bytes / (tokd_now() - t0);
+            (which ? reader : kernel)[r] = rate[which] / bw;
+        }
+        ratio[r] = rate[0] / rate[1];
+    }
+    use(&v, 0);
+    printf("%s: one decode step's products, 2 threads, %d rounds (medians of per-round ratios)\n", argv[1], rounds);
+    print_stat("kernel/probe", kernel, rounds);
+    print_stat("read/probe", reader, rounds);
+    print_stat("kernel/read", ratio, rounds);
+    tokd_bench_reader_free(rd);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+    return 0;
+}
