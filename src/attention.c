@@ -118,17 +118,19 @@ TGT static void key_slot_init(void) {
     for (int l = 0; l < 16; l++) key_slot[(int)(lane[l] / 16.0f)] = l;
 }
 
-/* The 16 dot products of qh (NV vectors) with the F16 key rows k, k + HD, ..., in key
- * order: each is the F32 row tree of types.h. */
-#define DOT16(NV)                                                                                      \
-    TGT INLINE __m512 dot16_##NV(const uint16_t *k, const __m512 *qv, __m512i order) {                \
+/* The 16 dot products of qh (NV vectors) with 16 key rows already converted to F32 (kf:
+ * rows of 16 * NV floats), in key order: each is the F32 row tree of types.h. The
+ * caller converts a block of 16 keys once and runs every head of the group over it (a
+ * conversion per key and head made the score pass twice as long). */
+#define DOT16F(NV)                                                                                     \
+    TGT INLINE __m512 dot16f_##NV(const float *kf, const __m512 *qv, __m512i order) {                  \
         __m512 r16[16];                                                                                \
         _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                        \
-            const uint16_t *kr = k + (size_t)j * 16 * NV;                                              \
+            const float *kr = kf + (size_t)j * 16 * NV;                                                \
             __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
             _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {                                  \
-                a0 = _mm512_fmadd_ps(load_h16(kr + 16 * c), qv[c], a0);                                \
-                a1 = _mm512_fmadd_ps(load_h16(kr + 16 * c + 16), qv[c + 1], a1);                       \
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a0);                         \
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c + 16), qv[c + 1], a1);                \
             }                                                                                          \
             r16[j] = _mm512_add_ps(a0, a1);                                                            \
         }                                                                                              \
@@ -167,7 +169,7 @@ TGT static void key_slot_init(void) {
     }
 
 #define ATTN_512(NV)                                                                                   \
-    DOT16(NV)                                                                                          \
+    DOT16F(NV)                                                                                         \
     PV(NV)                                                                                             \
     TGT static void attn_512_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,  \
                                   int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
@@ -176,19 +178,24 @@ TGT static void key_slot_init(void) {
         const int32_t n_pad = (n_keys + 15) & ~15;                                                     \
         const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
         const __m512i order = _mm512_loadu_si512(key_slot);                                            \
+        _Alignas(64) float kf[16 * HD];                                                                \
+        for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores: each block of keys converted once */ \
+            const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+            for (int i = 0; i < HD; i++) _mm512_store_ps(kf + 16 * i, load_h16(k + 16 * i));           \
+            for (int32_t g = 0; g < group; g++) {                                                      \
+                __m512 qv[NV];                                                                         \
+                for (int c = 0; c < NV; c++)                                                           \
+                    qv[c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g * HD + 16 * c), \
+                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
+                _mm512_storeu_ps(scratch + (size_t)g * n_pad + t0, _mm512_mul_ps(dot16f_##NV(kf, qv, order), scale)); \
+            }                                                                                          \
+        }                                                                                              \
         for (int32_t g = 0; g < group; g++) {                                                          \
             float *s = scratch + (size_t)g * n_pad;                                                    \
-            __m512 qv[NV];                                                                             \
-            for (int c = 0; c < NV; c++)                                                               \
-                qv[c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g * HD + 16 * c),   \
-                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));  \
             __m512 mv = _mm512_set1_ps(-INFINITY);                                                     \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
-                __m512 sc = _mm512_mul_ps(dot16_##NV(k, qv, order), scale);                            \
                 __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
-                mv = _mm512_mask_max_ps(mv, valid, mv, sc);                                            \
-                _mm512_storeu_ps(s + t0, sc);                                                          \
+                mv = _mm512_mask_max_ps(mv, valid, mv, _mm512_loadu_ps(s + t0));                       \
             }                                                                                          \
             const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));                                 \
             __m512d sa = _mm512_setzero_pd(), sb = sa;                                                 \
