@@ -190,7 +190,7 @@ int main(void) {
                     const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
                     for (int k = 0; k < 7; k++) {
                         const uint8_t *p = ws[k]->packed;
-                        size_t len = ws[k]->group_bytes * (size_t)(ws[k]->n_out / 16);
+                        size_t len = ws[k]->group_bytes * (size_t)(ws[k]->n_out / ws[k]->pk->group_rows);
                         in_order &= p >= at && p + len <= end && ((uintptr_t)p & 63) == 0;
                         at = p + len;
                     }

@@ -378,8 +378,12 @@ static void check_prefetch_windows(void) {
                     tokd_matmul_prefetch_next(pool, n_mats, Ws, 4, cap);
                     CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows for a product of 4 rows (prefill)");
                     tokd_matmul_prefetch_next(pool, n_mats, Ws, nth == 3 ? 3 : 1, cap); /* 1 or 3 rows: decode */
-                    int64_t units[3], total = 0;
-                    for (int m = 0; m < n_mats; m++) total += units[m] = (Ws[m]->n_out + 15) / 16;
+                    /* a chunk holds whole packed groups: each matrix's units rounded up
+                       to the job's largest group (AVX-512 Q4_0 groups 32 rows) */
+                    int64_t units[3], total = 0, align = 1;
+                    for (int m = 0; m < n_mats; m++)
+                        if (Ws[m]->pk && Ws[m]->pk->group_rows / 16 > align) align = Ws[m]->pk->group_rows / 16;
+                    for (int m = 0; m < n_mats; m++) total += units[m] = ((Ws[m]->n_out + 15) / 16 + align - 1) / align * align;
                     int64_t start = 0;
                     for (int ith = 0; ith < nth; ith++) {
                         if (start >= total) { /* no chunk for this thread: no window */
@@ -389,10 +393,11 @@ static void check_prefetch_windows(void) {
                         }
                         /* each thread's first chunk: an equal share of 9/10 of the units when
                            that is at least 4 units, else the guided size */
-                        int64_t size = total * 9 / (10 * nth);
+                        int64_t size = total * 9 / (10 * nth) / align * align;
                         if (size < 4) {
                             size = (total - start + 2 * nth - 1) / (2 * nth);
                             if (size < 4) size = 4;
+                            size = (size + align - 1) / align * align;
                         }
                         int64_t end = start + size < total ? start + size : total;
                         int m = 0;
@@ -401,7 +406,8 @@ static void check_prefetch_windows(void) {
                         int64_t u_end = end - (start - u);
                         if (u_end > units[m]) u_end = units[m];
                         const tokd_matrix *W = Ws[m];
-                        size_t unit_bytes = W->pk ? W->group_bytes : 16 * W->row_bytes;
+                        size_t unit_bytes = W->pk ? W->group_bytes * 16 / (size_t)W->pk->group_rows : 16 * W->row_bytes;
+                        if (u_end * 16 > W->n_out) u_end = (W->n_out + 15) / 16; /* padding units read nothing */
                         size_t len = (size_t)(u_end - u) * unit_bytes;
                         if (!W->pk && u_end * 16 > W->n_out) len -= (size_t)(u_end * 16 - W->n_out) * W->row_bytes;
                         if (len > cap) len = cap;

@@ -35,7 +35,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
     const int64_t Ks[] = {32, 96, 256, 2080, 4096, 4128}, Ks6[] = {256, 512, 768, 2304, 4096, 4352};
     const int64_t NA = 33;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
-        const int64_t K = kquant ? Ks6[ki] : Ks[ki], n_out = 48;
+        const int64_t K = kquant ? Ks6[ki] : Ks[ki], gr = pk->group_rows, n_out = 3 * gr; /* three groups */
         const size_t rb = tokd_row_bytes(tt, K), qb = tokd_row_bytes(at, K);
         float *x = tokd_xmalloc(sizeof(float) * (size_t)(K * (n_out > NA ? n_out : NA)));
         uint8_t *w = tokd_xmalloc(rb * (size_t)n_out);
@@ -47,7 +47,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
         for (int64_t r = 0; r < NA; r++) at->from_float(x + r * K, q + (size_t)r * qb, K);
         /* the two summation orders may differ by at most the classical bound of two
            float sums of nb terms: 2 * nb * 2^-24 * sum |w_i a_i| */
-        float want[33][48], *wf = tokd_xmalloc(sizeof(float) * (size_t)K), *af = tokd_xmalloc(sizeof(float) * (size_t)K);
+        float want[33][96], *wf = tokd_xmalloc(sizeof(float) * (size_t)K), *af = tokd_xmalloc(sizeof(float) * (size_t)K);
         double worst = 0.0;
         for (int64_t r = 0; r < NA; r++) {
             at->to_float(q + (size_t)r * qb, af, K);
@@ -68,7 +68,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
               (long long)K, worst);
 
         tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = n_out, .row_bytes = rb};
-        CHECK(tokd_matrix_pack(NULL, &W, pk) == 0, "%s pack", tt->name);
+        CHECK(tokd_matrix_pack(NULL, &W, pk) == 0 && W.pk == pk, "%s pack (%lld-row groups)", tt->name, (long long)gr);
         const size_t as = (pk->act_bytes(K) + 63) & ~(size_t)63;
         uint8_t *act = tokd_aligned_alloc(as * NA);
         for (int64_t r = 0; r < NA; r++) pk->prep(x + r * K, act + (size_t)r * as, K);
@@ -94,15 +94,15 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
                   tt->name);
         }
         free(ref);
-        float y[33 * 48];
+        float y[33 * 96];
         int bad = 0;
         for (int64_t na = 1; na <= NA; na = na == 17 ? NA : na + 1) {
             for (int64_t g0 = 0; g0 < 3; g0++) { /* groups [g0, 3) */
                 memset(y, 0xFF, sizeof y);
                 pk->gemm(K, 3 - g0, (uint8_t *)W.packed + (size_t)g0 * W.group_bytes, W.group_bytes, na, act, as,
-                         y + 16 * g0, n_out);
+                         y + gr * g0, n_out);
                 for (int64_t r = 0; r < na; r++)
-                    for (int64_t o = 16 * g0; o < n_out; o++)
+                    for (int64_t o = gr * g0; o < n_out; o++)
                         if (memcmp(&y[r * n_out + o], &want[r][o], 4)) bad++;
             }
         }
@@ -153,7 +153,16 @@ int main(void) {
             CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
         }
         if (pk) check_type(types[i], pk, pool2);
+        /* a form with groups of 32 rows keeps a 16-row form for heights that are odd
+           multiples of 16 (tokd_packed_fit) */
+        if (pk && pk->group_rows != 16) {
+            const tokd_packed_traits *pk16 = tokd_packed_fit(pk, 48);
+            CHECK(pk16 && pk16 != pk && pk16->id == pk->id && pk16->group_rows == 16, "type %u: a 16-row form beside the %d-row one",
+                  types[i], pk->group_rows);
+            if (pk16) check_type(types[i], pk16, pool2);
+        }
     }
+    CHECK(!simd || tokd_packed_get_any(GGML_TYPE_Q4_0)->group_rows == 32, "AVX-512 Q4_0 packs 32 rows a group");
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {

@@ -74,19 +74,21 @@ typedef struct {
 static void pack_groups(void *arg, int ith, int nth) {
     pack_job *j = arg;
     for (int64_t G = ith; G < j->n_groups; G += nth)
-        j->pk->pack((const uint8_t *)j->W->data + (size_t)G * TOKD_PACK_ROWS * j->W->row_bytes, j->W->row_bytes,
+        j->pk->pack((const uint8_t *)j->W->data + (size_t)G * (size_t)j->pk->group_rows * j->W->row_bytes, j->W->row_bytes,
                     (uint8_t *)j->W->packed + (size_t)G * j->W->group_bytes, j->W->K);
 }
 
 size_t tokd_matrix_packed_bytes(const tokd_matrix *W, const tokd_packed_traits *pk) {
-    if (!pk || pk->id != W->tt->id || W->n_out % TOKD_PACK_ROWS || W->K % W->tt->blck) return 0;
-    return pk->group_bytes(W->K) * (size_t)(W->n_out / TOKD_PACK_ROWS);
+    pk = tokd_packed_fit(pk, W->n_out);
+    if (!pk || pk->id != W->tt->id || W->K % W->tt->blck) return 0;
+    return pk->group_bytes(W->K) * (size_t)(W->n_out / pk->group_rows);
 }
 
 int tokd_matrix_pack_into(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk, void *dst) {
     if (!tokd_matrix_packed_bytes(W, pk)) return -1;
+    pk = tokd_packed_fit(pk, W->n_out);
     W->group_bytes = pk->group_bytes(W->K);
-    pack_job j = {.W = W, .pk = pk, .n_groups = W->n_out / TOKD_PACK_ROWS};
+    pack_job j = {.W = W, .pk = pk, .n_groups = W->n_out / pk->group_rows};
     W->packed = dst;
     tokd_pool_run(pool, pack_groups, &j);
     W->pk = pk;
@@ -156,9 +158,10 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
     const int64_t K = W->K;
-    if (j->pk) {
-        W->pk->gemm(K, (o1 - o0) / TOKD_PACK_ROWS, (const uint8_t *)W->packed + (size_t)(o0 / TOKD_PACK_ROWS) * W->group_bytes,
-                    W->group_bytes, j->n_rows, j->mat_act[m], j->act_stride, Y + o0, ldy);
+    if (j->pk) { /* o0 and o1 - o0 are whole groups (job_units) */
+        const int64_t gr = W->pk->group_rows;
+        W->pk->gemm(K, (o1 - o0) / gr, (const uint8_t *)W->packed + (size_t)(o0 / gr) * W->group_bytes, W->group_bytes,
+                    j->n_rows, j->mat_act[m], j->act_stride, Y + o0, ldy);
         return;
     }
     if (j->gemm) {
@@ -202,6 +205,7 @@ static void matmul_region(void *arg, int ith, int nth) {
         int64_t u1 = j->chunk_units ? u0 + j->chunk_units : j->bound[c + 1];
         if (j->epi) {
             const int64_t n_out = j->Ws[0]->n_out, o0 = u0 * UNIT, o1 = u1 * UNIT < n_out ? u1 * UNIT : n_out;
+            if (o0 >= o1) continue;
             matmul_chunk(j, 0, o0, o1);
             matmul_chunk(j, 1, o0, o1);
             for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
@@ -211,24 +215,42 @@ static void matmul_region(void *arg, int ith, int nth) {
             int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
             if (lo >= hi) continue;
             const int64_t n_out = j->Ws[m]->n_out, o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
-            matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
+            if (o0 < n_out) matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
         }
     }
     (void)nth;
 }
 
-/* Decode chunk boundaries over n_units units for nth threads (above): chunk ith < nth
- * is thread ith's first; returns the number of chunks. The last one takes whatever the
- * table has no room for. With more threads than a quarter of the table, the chunks are
- * guided from the start. */
-static int64_t decode_bounds(int64_t *bound, int64_t n_units, int nth) {
+/* The units of a job's matrices, counted across them: matrix m's are [unit0[m],
+ * unit0[m+1]). A packed group may span several units (AVX-512 Q4_0: two, packed.h), and
+ * a chunk must hold whole groups: each matrix's count is rounded up to a multiple of the
+ * job's largest group (the units past its rows compute nothing), and that multiple is
+ * returned, for decode_bounds to cut on. */
+static int64_t job_units(int n_mats, const tokd_matrix *const *Ws, int64_t *unit0) {
+    int64_t align = 1;
+    for (int m = 0; m < n_mats; m++)
+        if (Ws[m]->pk && Ws[m]->pk->group_rows / UNIT > align) align = Ws[m]->pk->group_rows / UNIT;
+    unit0[0] = 0;
+    for (int m = 0; m < n_mats; m++) {
+        const int64_t units = (Ws[m]->n_out + UNIT - 1) / UNIT;
+        unit0[m + 1] = unit0[m] + (units + align - 1) / align * align;
+    }
+    return align;
+}
+
+/* Decode chunk boundaries over n_units units (a multiple of align) for nth threads
+ * (above), each a multiple of align: chunk ith < nth is thread ith's first; returns the
+ * number of chunks. The last one takes whatever the table has no room for. With more
+ * threads than a quarter of the table, the chunks are guided from the start. */
+static int64_t decode_bounds(int64_t *bound, int64_t n_units, int nth, int64_t align) {
     int64_t n = 0, start = 0;
-    const int64_t first = n_units * 9 / (10 * (int64_t)nth);
+    const int64_t first = n_units * 9 / (10 * (int64_t)nth) / align * align;
     if (first >= MIN_DECODE_UNITS && nth <= MAX_DECODE_CHUNKS / 4)
         for (int t = 0; t < nth; t++, start += first) bound[n++] = start;
     while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
         int64_t size = (n_units - start + 2 * nth - 1) / (2 * nth);
         if (size < MIN_DECODE_UNITS) size = MIN_DECODE_UNITS;
+        size = (size + align - 1) / align * align;
         bound[n++] = start;
         start = start + size < n_units ? start + size : n_units;
     }
@@ -321,18 +343,18 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
         tokd_pool_run(n_rows > 1 ? pool : NULL, convert_rows, &j);
     }
     int nth = tokd_pool_size(pool);
-    j.unit0[0] = 0;
     for (int m = 0; m < n_mats; m++) {
         j.Ws[m] = Ws[m];
         j.Ys[m] = Ys[m];
         j.ldys[m] = ldys[m];
-        j.unit0[m + 1] = j.unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
     }
+    const int64_t align = job_units(n_mats, Ws, j.unit0);
     const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
     if (n_rows < 4) {
         j.chunk_units = 0;
-        j.n_chunks = decode_bounds(j.bound, n_units, nth);
+        j.n_chunks = decode_bounds(j.bound, n_units, nth, align);
     } else {
+        _Static_assert(TILE / UNIT % 2 == 0, "prefill tiles hold whole 32-row groups");
         j.chunk_units = TILE / UNIT;
         j.n_chunks = (n_units + j.chunk_units - 1) / j.chunk_units;
     }
@@ -396,8 +418,8 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
     for (int i = 0; i < n_mats; i++) GW[i] = Ws[idx[i]];
     Ws = GW;
     int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
-    for (int m = 0; m < n_mats; m++) unit0[m + 1] = unit0[m] + (Ws[m]->n_out + UNIT - 1) / UNIT;
-    const int64_t n_chunks = decode_bounds(bound, unit0[n_mats], nth);
+    const int64_t align = job_units(n_mats, Ws, unit0);
+    const int64_t n_chunks = decode_bounds(bound, unit0[n_mats], nth, align);
     tokd_pool_window win[MAX_DECODE_CHUNKS / 4];
     for (int ith = 0; ith < nth; ith++) {
         win[ith] = (tokd_pool_window){NULL, 0};
@@ -406,10 +428,12 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
         while (bound[ith] >= unit0[m + 1]) m++;
         const tokd_matrix *W = Ws[m];
         const int64_t u = bound[ith] - unit0[m], u_end = (bound[ith + 1] < unit0[m + 1] ? bound[ith + 1] : unit0[m + 1]) - unit0[m];
-        size_t unit_bytes = W->pk ? W->group_bytes : (size_t)UNIT * W->row_bytes, len = (size_t)(u_end - u) * unit_bytes;
+        if (u * UNIT >= W->n_out) continue; /* a matrix's padding units (job_units) */
+        const int64_t u_rows = (u_end * UNIT < W->n_out ? u_end * UNIT : W->n_out) - u * UNIT;
+        size_t len = W->pk ? (size_t)(u_rows / W->pk->group_rows) * W->group_bytes : (size_t)u_rows * W->row_bytes;
+        size_t at = W->pk ? (size_t)(u * UNIT / W->pk->group_rows) * W->group_bytes : (size_t)(u * UNIT) * W->row_bytes;
         const uint8_t *base = W->pk ? W->packed : W->data;
-        if (!W->pk && u_end * UNIT > W->n_out) len -= (size_t)(u_end * UNIT - W->n_out) * W->row_bytes;
-        win[ith] = (tokd_pool_window){base + (size_t)u * unit_bytes, len < max_bytes ? len : max_bytes};
+        win[ith] = (tokd_pool_window){base + at, len < max_bytes ? len : max_bytes};
     }
     tokd_pool_prefetch_after_next(pool, win);
 }

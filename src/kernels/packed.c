@@ -56,6 +56,23 @@ static void q4_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
     }
 }
 
+/* AVX-512 Q4_0 in groups of 32 rows (packed.h): block b at b * 576, its 32 scales, then
+ * the two halves' vectors as q4_0_pack lays out 16 rows' */
+static size_t q4_0x32_group_bytes(int64_t K) { return 2 * q4_0_group_bytes(K); }
+static void q4_0x32_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    const int64_t nb = K / QK;
+    const size_t bb = 2 * TOKD_PACK_ROWS * sizeof(tokd_block_q4_0);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *sc = (uint8_t *)dst + (size_t)b * bb;
+        for (int L = 0; L < 2 * TOKD_PACK_ROWS; L++) {
+            const tokd_block_q4_0 *x = (const tokd_block_q4_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            uint8_t *v = sc + 64 + 256 * (L / TOKD_PACK_ROWS);
+            memcpy(sc + 2 * L, &x->d, 2);
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * (L % TOKD_PACK_ROWS), x->qs + 4 * c, 4);
+        }
+    }
+}
+
 /* Q5_0: Q4_0's block of 16 rows (scales, nibble vectors) plus one vector of fifth bits,
  * rearranged so that bit 2c + h of byte i in lane L is the fifth bit of row L's weight
  * 16h + 4c + i: the one whose nibble sits at byte i of nibble vector c, low (h = 0) or
@@ -363,50 +380,53 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
 }
 
 static const tokd_packed_traits PACKED[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot, 8},
-    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot, 128},
+    {GGML_TYPE_Q4_0, q4_0x32_group_bytes, act_bytes, q4_0_prep, q4_0x32_pack, tokd_packed_q4_0x32_gemm_avx512vnni,
+     q4_0_ref_dot, 8, 32},
+    /* the first form of a type is the one offered; later ones only through tokd_packed_fit */
+    {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep, q8_0_pack, tokd_packed_q8_0_gemm_avx512vnni, q8_0_ref_dot, 128, 16},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx512vnni,
-     q4_K_ref_dot, 0},
+     q4_K_ref_dot, 0, 16},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx512vnni,
-     q6_K_ref_dot, 0},
+     q6_K_ref_dot, 0, 16},
     {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx512vnni,
-     q5_K_ref_dot, 0},
+     q5_K_ref_dot, 0, 16},
     {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx512vnni,
-     q3_K_ref_dot, 0},
+     q3_K_ref_dot, 0, 16},
     {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx512vnni,
-     q2_K_ref_dot, 0},
-    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep, q5_0_pack, tokd_packed_q5_0_gemm_avx512vnni, q5_0_ref_dot, 16},
+     q2_K_ref_dot, 0, 16},
+    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep, q5_0_pack, tokd_packed_q5_0_gemm_avx512vnni, q5_0_ref_dot, 16, 16},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot, 8, 16},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:
  * packed_avx2.c) */
 static const tokd_packed_traits PACKED_AVX2[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8},
-    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avx2, q5_0_ref_dot, 16},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8, 16},
+    {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avx2, q5_0_ref_dot, 16, 16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
-     q8_0_ref_dot, 0},
-    {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0},
-    {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx2, q5_K_ref_dot, 0},
-    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot, 0},
-    {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx2, q3_K_ref_dot, 0},
-    {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx2, q2_K_ref_dot, 0},
+     q8_0_ref_dot, 0, 16},
+    {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avx2, q4_K_ref_dot, 0, 16},
+    {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avx2, q5_K_ref_dot, 0, 16},
+    {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avx2, q6_K_ref_dot, 0, 16},
+    {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avx2, q3_K_ref_dot, 0, 16},
+    {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx2, q2_K_ref_dot, 0, 16},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
-    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8},
+    {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avxvnni, q5_0_ref_dot,
-     16},
+     16, 16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avxvnni,
-     q8_0_ref_dot, 0},
+     q8_0_ref_dot, 0, 16},
     {GGML_TYPE_Q4_K, q4_K_group_bytes, q4_K_act_bytes, q4_K_prep, q4_K_pack, tokd_packed_q4_K_gemm_avxvnni,
-     q4_K_ref_dot, 0},
+     q4_K_ref_dot, 0, 16},
     {GGML_TYPE_Q5_K, q5_K_group_bytes, q4_K_act_bytes, q4_K_prep, q5_K_pack, tokd_packed_q5_K_gemm_avxvnni,
-     q5_K_ref_dot, 0},
+     q5_K_ref_dot, 0, 16},
     {GGML_TYPE_Q6_K, q6_K_group_bytes, q6_K_act_bytes, q6_K_prep, q6_K_pack, tokd_packed_q6_K_gemm_avxvnni,
-     q6_K_ref_dot, 0},
+     q6_K_ref_dot, 0, 16},
     {GGML_TYPE_Q3_K, q3_K_group_bytes, q6_K_act_bytes, q3_K_prep, q3_K_pack, tokd_packed_q3_K_gemm_avxvnni,
-     q3_K_ref_dot, 0},
+     q3_K_ref_dot, 0, 16},
     {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avxvnni,
-     q2_K_ref_dot, 0},
+     q2_K_ref_dot, 0, 16},
 };
 
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {
@@ -442,6 +462,18 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
     }
     /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */
     if (!strcmp(path, "avx2") || !strcmp(path, "avx512")) return tokd_packed_get_avx2(type);
+    return NULL;
+}
+
+const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t n_out) {
+    if (!pk || n_out % pk->group_rows == 0) return pk;
+    const tokd_packed_traits *tables[] = {PACKED, PACKED_AVX2, PACKED_AVXVNNI};
+    const size_t sizes[] = {sizeof PACKED / sizeof PACKED[0], sizeof PACKED_AVX2 / sizeof PACKED_AVX2[0],
+                            sizeof PACKED_AVXVNNI / sizeof PACKED_AVXVNNI[0]};
+    for (size_t t = 0; t < 3; t++)
+        if (pk >= tables[t] && pk < tables[t] + sizes[t])
+            for (size_t i = 0; i < sizes[t]; i++)
+                if (tables[t][i].id == pk->id && n_out % tables[t][i].group_rows == 0) return &tables[t][i];
     return NULL;
 }
 

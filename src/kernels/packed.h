@@ -27,6 +27,20 @@
  *   Q5_0: Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
  *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
  *
+ * AVX-512 Q4_0 groups 32 rows instead ("x32"; other paths and other types: 16). Block b
+ * of a group is 576 bytes, nine whole lines, at b * 576: the 32 rows' fp16 scales (row
+ * order: one line), then the vectors of rows 0-15, then those of rows 16-31, each half
+ * as the 16-row block's 4 vectors above. Decode then loads each activation quant group
+ * once for 32 rows' vpdpbusd instead of once for 16, and each block's scale and
+ * correction loads serve twice the bytes. Each thread streaming 300 MB through the
+ * kernel, alternated in one process with the 16-row kernel (medians of 15 rounds): this
+ * kernel 1.008-1.038x as fast, a first hand-written form of it 1.01-1.07x in medium host
+ * states (probe 53-66 GB/s) and 0.99x in the fast one (74 GB/s); whole `tokd bench`
+ * tg128 runs alternated with the 16-row build: ahead in tok/s in 5 of 6 pairs
+ * (BENCHMARKS.md, nineteenth session). No pairing is needed: every block is whole lines.
+ * A matrix whose height is an odd multiple of 16 keeps the 16-row form
+ * (tokd_packed_fit). The numerics are the contract below, row by row.
+ *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
  * (-8 * the block's quant sum for Q4_0 weights, -16 for Q5_0, -128 for Q8_0), so the
@@ -165,13 +179,14 @@ static inline __attribute__((always_inline)) void tokd_pk_k4_start(const uint8_t
 }
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows
- * [0, na) (as bytes apart), y[r*ldy + 16*G + L] = dot(row 16G+L, activation row r). */
+ * [0, na) (as bytes apart), y[r*ldy + R*G + L] = dot(row R*G+L, activation row r), R
+ * the form's group_rows. */
 typedef void (*tokd_packed_gemm_fn)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                     const void *act, size_t as, float *y, int64_t ldy);
 
 typedef struct {
     uint32_t id;                                         /* GGML type it packs */
-    size_t (*group_bytes)(int64_t K);                    /* packed bytes of 16 rows */
+    size_t (*group_bytes)(int64_t K);                    /* packed bytes of one group (group_rows rows) */
     size_t (*act_bytes)(int64_t K);                      /* prepared bytes of one activation row */
     void (*prep)(const float *x, void *dst, int64_t K);  /* one activation row from F32 */
     /* 16 rows of K weights (file layout, row_bytes apart) into one packed group */
@@ -182,7 +197,15 @@ typedef struct {
     float (*ref_dot)(int64_t K, const void *row, const void *act);
     /* Q4_0 / Q8_0: prep's corrections are -act_bias * the block's quant sum (tests) */
     int32_t act_bias;
+    /* rows of a group: 16 (TOKD_PACK_ROWS), or 32 for AVX-512 Q4_0 (below); pack packs
+       that many rows, and group_bytes is their bytes */
+    int group_rows;
 } tokd_packed_traits;
+
+/* The form of pk's type that packs a matrix of n_out rows: pk where group_rows divides
+ * n_out, else the same path's 16-row form of the type (AVX-512 Q4_0 keeps one for
+ * heights that are odd multiples of 16), or NULL. tokd_matrix_pack applies it. */
+const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t n_out);
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
@@ -207,6 +230,8 @@ void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias);
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q4_0x32_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                         const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

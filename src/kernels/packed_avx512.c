@@ -56,8 +56,9 @@ TGT INLINE __m512i shift16(__m512i v, int n) {
 }
 
 /* The block layouts of the 32-weight types (packed.h). */
-enum { PK_Q8_0, PK_Q4_0, PK_Q5_0 };
-#define PK_BLOCK_BYTES(kind) ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : 16 * 22)
+enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32 };
+#define PK_BLOCK_BYTES(kind) \
+    ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18 : 16 * 22)
 
 /* Q5_0: the fifth bits (high-bit vector hv: bit 2c + h of byte i in lane L is that of row
  * L's weight 16h + 4c + i) moved to bit 4 of the nibbles of wv[c] (h = 0) and wv[c + 4]
@@ -73,22 +74,24 @@ TGT INLINE void q5_0_merge(__m512i wv[8], __m512i hv) {
 }
 
 /* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each)
- * in the layout of `kind`. */
+ * in the layout of `kind`; for PK_Q4_0X32, against its rows 16*half .. 16*half+15. */
 TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act, size_t as, int R,
-                           int kind, float *y, int64_t ldy) {
+                           int kind, int half, float *y, int64_t ldy) {
     __m512 acc[MAX_R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
-        if (TOKD_PK_PF_DIST && R > 1) { /* the block's share of the group's bytes, ahead (decode primes pages) */
+        if (TOKD_PK_PF_DIST && R > 1 && half == 0) { /* the block's share of the group's bytes, ahead (decode primes pages) */
             const uint8_t *at = w + (size_t)b * block_bytes + TOKD_PK_PF_DIST;
 #pragma GCC unroll 9
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)at + l, _MM_HINT_T0);
         }
-        const uint8_t *q = w + tokd_pk_vectors_at(b, nb, block_bytes);
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + tokd_pk_scales_at(b, block_bytes))));
+        const int x32 = kind == PK_Q4_0X32;
+        const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
+        const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
+        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
         __m512i wv[8];
         if (kind != PK_Q8_0) {
 #pragma GCC unroll 4
@@ -183,6 +186,39 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     _mm512_storeu_ps(y, acc);
 }
 
+/* One 32-row Q4_0 group (packed.h: x32), one activation row: each block's nine lines
+ * with decode_group's prefetches, and each activation quant group broadcast once into a
+ * register for both halves' vpdpbusd. Each half's arithmetic is decode_block's. */
+TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a, float *y) {
+    const size_t bb = PK_BLOCK_BYTES(PK_Q4_0X32);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    for (int64_t b = 0; b < nb; b++, w += bb) {
+        tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, bb);
+        for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_T0);
+        const __m512i sc = load_once(w);
+        const int32_t corr = tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b);
+        __m512i s0 = _mm512_set1_epi32(corr), s1 = s0, t0 = _mm512_setzero_si512(), t1 = t0;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m512i v0 = load_once(w + 64 + 64 * c), v1 = load_once(w + 320 + 64 * c);
+            const __m512i lo = _mm512_set1_epi32(tokd_pk_ld_i32(a + b * 32 + 4 * c));
+            const __m512i hi = _mm512_set1_epi32(tokd_pk_ld_i32(a + b * 32 + 4 * c + 16));
+            s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(v0, m4), lo);
+            t0 = _mm512_dpbusd_epi32(t0, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4), hi);
+            s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(v1, m4), lo);
+            t1 = _mm512_dpbusd_epi32(t1, _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4), hi);
+        }
+        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b));
+        const __m512 d0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(sc)), dy);
+        const __m512 d1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(sc, 1)), dy);
+        acc0 = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, t0)), acc0);
+        acc1 = _mm512_fmadd_ps(d1, _mm512_cvtepi32_ps(_mm512_add_epi32(s1, t1)), acc1);
+    }
+    _mm512_storeu_ps(y, acc0);
+    _mm512_storeu_ps(y + 16, acc1);
+}
+
 /* Decode walks each group as one stream and primes the pages ahead (page_prime.h); the
  * K-quant tiles below prefetch every line ahead for decode too, which measured better
  * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (packed.h,
@@ -194,7 +230,8 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
         for (int64_t G = 0; G < n_groups; G++)                                                  \
-            group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, a, as, RR, kind, yr + 16 * G, ldy); \
+            for (int h = 0; h < halves; h++)                                                    \
+                group_tile(nb, wb + (size_t)G * group_bytes, block_bytes, a, as, RR, kind, h, yr + rows * G + 16 * h, ldy); \
         break;
 
 TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
@@ -202,8 +239,12 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
     const int64_t nb = K / 32;
     const size_t block_bytes = PK_BLOCK_BYTES(kind);
     const uint8_t *wb = w;
+    const int halves = kind == PK_Q4_0X32 ? 2 : 1, rows = 16 * halves;
     if (na == 1) {
-        for (int64_t G = 0; G < n_groups; G++) decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
+        for (int64_t G = 0; G < n_groups; G++) {
+            if (kind == PK_Q4_0X32) decode_group_x32(nb, wb + (size_t)G * group_bytes, act, y + 32 * G);
+            else decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
+        }
         return;
     }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
@@ -222,6 +263,10 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
     }
 }
 
+TGT void tokd_packed_q4_0x32_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                             const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(PK_Q4_0X32, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
 TGT void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                           const void *act, size_t as, float *y, int64_t ldy) {
     packed_gemm(PK_Q4_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
