@@ -9,11 +9,15 @@
  *   read    the same regions and chunks with a "kernel" that only reads its weight bytes
  *           the way the probe does (wide loads, pages primed ahead);
  *   probe   the bandwidth probe of `tokd bench` (bench.h), measured right before each.
+ *   step    a real decode step (tokd_forward, one token at position 64, tg128's mean),
+ *           whose weight bytes are the products'.
  * It prints the medians (and quartiles) of kernel/probe, read/probe and kernel/read:
  * read/probe is what the region structure costs (activation preparation on the caller,
  * waking the workers, threads finishing apart, each chunk's stream starting cold),
- * kernel/read what the kernels' arithmetic costs on top. The serial stages are what
- * `tokd bench`'s tg share loses beyond kernel/probe.
+ * kernel/read what the kernels' arithmetic costs on top; and step/kernel, what the
+ * serial stages between the products (attention, RoPE and the KV write, norms, adds,
+ * SwiGLU) cost a whole step beyond its products, net of the prefetch windows that keep
+ * the bus busy while they run.
  *
  *   build:  make bench
  *   run:    build/bench/bench_regions MODEL.gguf [ROUNDS]    (default 21 rounds, 2 threads)
@@ -95,6 +99,17 @@ static void announce(tokd_pool *pool, const tokd_matrix *a, const tokd_matrix *b
     tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, 1, WINDOW_BYTES);
 }
 
+/* The weight bytes of one decode step's products (as products() counts them). */
+static double step_bytes(const tokd_model *m) {
+    double bytes = matrix_bytes(&m->output);
+    for (int32_t l = 0; l < m->hp.n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int k = 0; k < 7; k++) bytes += matrix_bytes(ws[k]);
+    }
+    return bytes;
+}
+
 typedef struct {
     float *x, *y0, *y1, *y2, *logits;
     void *act;
@@ -106,7 +121,6 @@ static double products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
     const tokd_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, qd = (int64_t)hp->n_head * hp->head_dim;
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-    double bytes = matrix_bytes(&m->output);
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const tokd_layer *L = &m->layers[l];
         const tokd_matrix *W3[3] = {&L->wq, &L->wk, &L->wv};
@@ -121,11 +135,32 @@ static double products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
         if (l + 1 < hp->n_layer) announce(pool, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
         else announce(pool, &m->output, NULL, NULL);
         tokd_matmul(pool, &L->w_down, b->y0, F, 1, b->y2, E, b->act);
-        for (int k = 0; k < 3; k++) bytes += matrix_bytes(W3[k]);
-        bytes += matrix_bytes(&L->wo) + matrix_bytes(&L->w_gate) + matrix_bytes(&L->w_up) + matrix_bytes(&L->w_down);
     }
     tokd_matmul(pool, &m->output, b->x, E, 1, b->logits, hp->n_vocab, b->act);
-    return bytes;
+    return step_bytes(m);
+}
+
+/* The context holds POS positions (a prompt run once, prefill); each call decodes one token
+ * at position POS, tg128's mean, and drops it again. Returns its seconds. */
+#define POS 64
+static void die(const tokd_err *err) {
+    fprintf(stderr, "bench_regions: %s\n", err->msg);
+    exit(1);
+}
+static void fill_context(tokd_ctx *c, float *logits, int32_t vocab) {
+    tokd_batch_entry e[POS];
+    tokd_err err;
+    for (int32_t i = 0; i < POS; i++) e[i] = (tokd_batch_entry){(i * 7919 + 11) % vocab, i, 0, i == POS - 1};
+    if (tokd_forward(c, e, POS, logits, &err)) die(&err);
+}
+static double decode_step(tokd_ctx *c, float *logits, int32_t vocab) {
+    tokd_err err;
+    tokd_batch_entry e = {.token = 12345 % vocab, .pos = POS, .seq = 0, .logits = true};
+    const double t0 = tokd_now();
+    if (tokd_forward(c, &e, 1, logits, &err)) die(&err);
+    const double dt = tokd_now() - t0;
+    tokd_seq_truncate(c, 0, POS);
+    return dt;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -172,8 +207,8 @@ int main(int argc, char **argv) {
     }
     tokd_ctx_params cp;
     tokd_ctx_params_default(&cp);
-    cp.n_ctx = 64;
-    cp.n_batch = 1;
+    cp.n_ctx = 128;
+    cp.n_batch = POS;
     cp.n_threads = 2;
     tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
     if (!c) {
@@ -194,25 +229,36 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < widest; i++) b.x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     tokd_bench_reader *rd = tokd_bench_reader_new((size_t)512 << 20);
 
-    static double kernel[MAX_ROUNDS], reader[MAX_ROUNDS], ratio[MAX_ROUNDS];
+    static double kernel[MAX_ROUNDS], reader[MAX_ROUNDS], ratio[MAX_ROUNDS], step[MAX_ROUNDS], serial[MAX_ROUNDS];
     products(m, pool, &b); /* warm-up */
+    fill_context(c, b.logits, m->hp.n_vocab);
+    for (int i = 0; i < 4; i++) decode_step(c, b.logits, m->hp.n_vocab);
     for (int r = 0; r < rounds; r++) {
-        double rate[2];
-        for (int k = 0; k < 2; k++) {
-            const int which = (r & 1) ? 1 - k : k; /* the order alternates */
-            use(&v, which);
+        double rate[3];
+        for (int k = 0; k < 3; k++) {
+            const int which = (k + r) % 3; /* the order rotates */
             const double bw = tokd_bench_reader_measure(rd, pool, 3);
+            if (which == 2) {
+                use(&v, 0);
+                rate[2] = step_bytes(m) / decode_step(c, b.logits, m->hp.n_vocab);
+                step[r] = rate[2] / bw;
+                continue;
+            }
+            use(&v, which);
             const double t0 = tokd_now(), bytes = products(m, pool, &b);
             rate[which] = bytes / (tokd_now() - t0);
             (which ? reader : kernel)[r] = rate[which] / bw;
         }
         ratio[r] = rate[0] / rate[1];
+        serial[r] = rate[2] / rate[0];
     }
     use(&v, 0);
     printf("%s: one decode step's products, 2 threads, %d rounds (medians of per-round ratios)\n", argv[1], rounds);
     print_stat("kernel/probe", kernel, rounds);
     print_stat("read/probe", reader, rounds);
     print_stat("kernel/read", ratio, rounds);
+    print_stat("step/probe", step, rounds);
+    print_stat("step/kernel", serial, rounds);
     tokd_bench_reader_free(rd);
     tokd_ctx_free(c);
     tokd_model_free(m);
