@@ -99,7 +99,7 @@ static void announce(tokd_pool *pool, const tokd_matrix *a, const tokd_matrix *b
     tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, 1, WINDOW_BYTES);
 }
 
-/* The weight bytes of one decode step's products (as products() counts them). */
+/* The weight bytes of one decode step's products. */
 static double step_bytes(const tokd_model *m) {
     double bytes = matrix_bytes(&m->output);
     for (int32_t l = 0; l < m->hp.n_layer; l++) {
@@ -115,9 +115,8 @@ typedef struct {
     void *act;
 } buffers;
 
-/* One decode step's products in tokd_forward's order, announcements included; returns
- * the bytes of weights read. */
-static double products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
+/* One decode step's products in tokd_forward's order, announcements included. */
+static void products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
     const tokd_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, F = hp->n_ff, qd = (int64_t)hp->n_head * hp->head_dim;
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim;
@@ -137,7 +136,6 @@ static double products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
         tokd_matmul(pool, &L->w_down, b->y0, F, 1, b->y2, E, b->act);
     }
     tokd_matmul(pool, &m->output, b->x, E, 1, b->logits, hp->n_vocab, b->act);
-    return step_bytes(m);
 }
 
 /* The context holds POS positions (a prompt run once, prefill); each call decodes one token
@@ -230,6 +228,7 @@ int main(int argc, char **argv) {
     tokd_bench_reader *rd = tokd_bench_reader_new((size_t)512 << 20);
 
     static double kernel[MAX_ROUNDS], reader[MAX_ROUNDS], ratio[MAX_ROUNDS], step[MAX_ROUNDS], serial[MAX_ROUNDS];
+    const double bytes = step_bytes(m);
     products(m, pool, &b); /* warm-up */
     fill_context(c, b.logits, m->hp.n_vocab);
     for (int i = 0; i < 4; i++) decode_step(c, b.logits, m->hp.n_vocab);
@@ -240,12 +239,13 @@ int main(int argc, char **argv) {
             const double bw = tokd_bench_reader_measure(rd, pool, 3);
             if (which == 2) {
                 use(&v, 0);
-                rate[2] = step_bytes(m) / decode_step(c, b.logits, m->hp.n_vocab);
+                rate[2] = bytes / decode_step(c, b.logits, m->hp.n_vocab);
                 step[r] = rate[2] / bw;
                 continue;
             }
             use(&v, which);
-            const double t0 = tokd_now(), bytes = products(m, pool, &b);
+            const double t0 = tokd_now();
+            products(m, pool, &b);
             rate[which] = bytes / (tokd_now() - t0);
             (which ? reader : kernel)[r] = rate[which] / bw;
         }
