@@ -189,7 +189,7 @@ typedef struct {
     size_t (*group_bytes)(int64_t K);                    /* packed bytes of one group (group_rows rows) */
     size_t (*act_bytes)(int64_t K);                      /* prepared bytes of one activation row */
     void (*prep)(const float *x, void *dst, int64_t K);  /* one activation row from F32 */
-    /* 16 rows of K weights (file layout, row_bytes apart) into one packed group */
+    /* group_rows rows of K weights (file layout, row_bytes apart) into one packed group */
     void (*pack)(const void *rows, size_t row_bytes, void *dst, int64_t K);
     tokd_packed_gemm_fn gemm;                            /* selected SIMD implementation */
     /* the contract above, from an unpacked row and an activation row in the weight
@@ -197,8 +197,8 @@ typedef struct {
     float (*ref_dot)(int64_t K, const void *row, const void *act);
     /* Q4_0 / Q8_0: prep's corrections are -act_bias * the block's quant sum (tests) */
     int32_t act_bias;
-    /* rows of a group: 16 (TOKD_PACK_ROWS), or 32 for AVX-512 Q4_0 (below); pack packs
-       that many rows, and group_bytes is their bytes */
+    /* rows of a group: 16 (TOKD_PACK_ROWS), or 32 for AVX-512 Q4_0 (the layouts above);
+       pack packs that many rows, and group_bytes is their bytes */
     int group_rows;
 } tokd_packed_traits;
 
