@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/page_prime.h"
+#include "kernels/packed.h" /* TOKD_PK_AVX2_DECODE_LINE_PF; page_prime.h */
 #include "model.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -33,7 +33,11 @@ void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n) {
  * hardware prefetcher stops at every 4 KB page. A plain read loop, without the priming,
  * read 27-31 GB/s on this machine in the minutes the primed one read 42-46 (2 threads,
  * alternated pass by pass, BENCHMARKS.md eleventh session): against it, kernels that
- * prime their pages showed shares above 100 %. */
+ * prime their pages showed shares above 100 %. On CPUs without AVX-512 (the AVX2 probe)
+ * the decode kernels also prefetch every line 4 KB ahead (packed.h,
+ * TOKD_PK_AVX2_DECODE_LINE_PF), and so does the probe: on an AVX2-only Zen 3, alternated
+ * pass by pass (medians of 11), 30.0-31.7 GB/s with the lines against 26.5-28.0 without,
+ * 27.5-27.8 with them 3 or 6 KB ahead (BENCHMARKS.md, twenty-first session). */
 
 static volatile uint64_t bench_sink;
 
@@ -54,6 +58,8 @@ __attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, size
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 128 <= n; i += 128) {
         tokd_page_prime(p + i, 128);
+        _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF, _MM_HINT_T0);
+        _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF + 64, _MM_HINT_T0);
         a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(p + i)));
         a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(p + i + 32)));
         a2 = _mm256_xor_si256(a2, _mm256_load_si256((const __m256i *)(p + i + 64)));

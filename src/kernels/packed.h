@@ -132,6 +132,14 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * probe on priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6
  * whole-run pairs. */
 #define TOKD_PK_DECODE_LINE_PF 3072
+/* The AVX2 kernels' decode of Q4_0, Q5_0 and Q8_0 prefetch every line this far ahead, as
+ * well as priming pages. Measured on an AVX2-only AMD EPYC (Zen 3, 2 cores), where these
+ * kernels are the ones decode runs: each thread streaming 200 MB of one type's packed
+ * groups, alternated with the read probe (medians of 9 rounds), Q8_0 0.64 of the probe
+ * on priming alone, 0.85-0.99 with lines 512-12288 bytes ahead and 1.07 at 4096; Q4_0
+ * 0.91 at 3072 (the AVX-512 distance above), 1.05 at 4096 and 4608, 0.92 at 6144-8192;
+ * Q5_0 0.92 and 1.07 (BENCHMARKS.md, twenty-first session). */
+#define TOKD_PK_AVX2_DECODE_LINE_PF 4096
 /* AVX-512 decode of Q4_0, Q5_0 and Q8_0 primes each page this much further ahead than
  * TOKD_PRIME_DIST (page_prime.h): 16 KB ahead in all. Measured once the weights were in
  * huge pages (util.h: tokd_huge_alloc), where priming no longer costs a page walk: this

@@ -63,10 +63,10 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         if (R > 1)
             for (size_t l = 0; l < block_bytes; l += 64)
                 _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
-        else { /* decode: pages primed, and every line TOKD_PK_DECODE_LINE_PF ahead (packed.h) */
+        else { /* decode: pages primed, and every line TOKD_PK_AVX2_DECODE_LINE_PF ahead (packed.h) */
             tokd_page_prime(lin, block_bytes);
             for (size_t l = 0; l < block_bytes; l += 64)
-                _mm_prefetch((const char *)lin + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_T0);
+                _mm_prefetch((const char *)lin + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
@@ -297,13 +297,22 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
 }
 
 /* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
- * the group prefetches the super-block's lines TOKD_PK_PF_DIST ahead, all at once
- * (decode also primes the page beyond them; packed.h, tokd_pk_kq_prefetch). */
+ * the group prefetches the super-block's lines TOKD_PK_PF_DIST ahead: all at once for
+ * several activation rows (packed.h, tokd_pk_kq_prefetch); for decode, a page primed at
+ * the super-block's start and its lines spread over the 16 sub-blocks, a sixteenth
+ * before each. On the AVX2-only Zen 3 (where the AVX-512 path's burst was measured
+ * better, these are the kernels decode runs), each thread streaming 200 MB of packed
+ * groups alternated with the read probe (medians of 9): Q6_K 0.55 of the probe with the
+ * burst at any distance from 2 to 16 KB, 0.80-0.85 spread; Q3_K 0.64 and 0.80; Q2_K
+ * 0.72 and 0.76 (BENCHMARKS.md, twenty-first session). */
 PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
                                         const uint8_t *act, size_t as, int R, __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-    if (pf) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R);
+    if (pf) {
+        if (R == 1) tokd_page_prime(lin + TOKD_PK_PF_DIST, sb_bytes);
+        else tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R);
+    }
     /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors a
        sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
        and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
@@ -315,6 +324,11 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
+        if (pf && R == 1) { /* decode: this sub-block's sixteenth of the super-block's lines */
+            const size_t n_lines = (sb_bytes + 63) / 64, l1 = (size_t)(j + 1) * n_lines / 16;
+            for (size_t l = (size_t)j * n_lines / 16; l < l1; l++)
+                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + 64 * l, _MM_HINT_T0);
+        }
         const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
         const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
         const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
@@ -402,8 +416,11 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
         if (R > 1)
             for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
                 _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
-        else
+        else { /* decode: as Q4_0's (packed.h, TOKD_PK_AVX2_DECODE_LINE_PF) */
             tokd_page_prime(lin, Q8_0_BLOCK_BYTES);
+            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
+                _mm_prefetch((const char *)lin + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
+        }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
