@@ -151,6 +151,15 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * K-quants' priming, already 10 KB ahead, measured neutral at 22 KB and is unchanged. */
 #define TOKD_PK_DECODE_PRIME_SKIP 12288
 
+/* A prefetch of p's line (prefetcht0) that stays where the code puts it. The compiler
+ * treats __builtin_prefetch as free to schedule and, in an unrolled loop whose addresses
+ * are constants apart, hoists every one to the loop's top: a spread of prefetches
+ * becomes a burst (seen in the AVX2 Q6_K kernel). A volatile asm keeps its order among
+ * the kernel's other volatile asm and its place in the loop. */
+static inline __attribute__((always_inline)) void tokd_pk_prefetch_here(const void *p) {
+    __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+}
+
 /* The K-quant kernels' prefetches (both paths), `dist` bytes ahead of super-block sb.
  * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
  * also primes the page beyond that window (page_prime.h). Without the hardware

@@ -12,6 +12,19 @@ PK_TARGET INLINE __m256i PK_NAME(dp4)(__m256i s, __m256i u, __m256i a) {
 #endif
 }
 
+/* The int16 form of vpmaddubsw's products, for sums that vpmaddwd turns into int32 lanes
+ * once per several steps instead of once a step: u8 x s8 pairs summed into int16 lanes
+ * (padd: s + the pair sums). Each caller bounds its own sums below 2^15: the activations
+ * are -127..127 (act_quant.c), so a pair of products of weights 0..15 is at most 3810 in
+ * magnitude and eight such sums 30480; weights 0..31 allow four, 0..63 two. On the CPUs
+ * this form is for, both multiplies share one port (AMD Zen 2/3: FP0), so halving the
+ * vpmaddwd halves a kernel's multiplies: the AVX-VNNI form keeps dp4's one instruction. */
+PK_TARGET INLINE __m256i PK_NAME(padd)(__m256i s, __m256i u, __m256i a) {
+    return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, a));
+}
+/* int16 pair sums as int32 lanes (each the sum of its two halves), times 1. */
+PK_TARGET INLINE __m256i PK_NAME(pairs32)(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
+
 /* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
  * kernels that gather one bit or bit pair of every byte at a fixed position and mask the
  * rest off (with the bits that crossed into the other byte of a word); n must be a
@@ -86,10 +99,20 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
                 __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
+                if (!PK_VNNI && !q5) { /* nibbles: the eight steps' sums fit int16 (padd) */
+                    __m256i p = _mm256_setzero_si256(), p2 = p;
 #pragma GCC unroll 4
-                for (int g = 0; g < 4; g++) {
-                    s = PK_NAME(dp4)(s, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
-                    t = PK_NAME(dp4)(t, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                    for (int g = 0; g < 4; g++) {
+                        p = PK_NAME(padd)(p, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
+                        p2 = PK_NAME(padd)(p2, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                    }
+                    t = PK_NAME(pairs32)(_mm256_add_epi16(p, p2));
+                } else {
+#pragma GCC unroll 4
+                    for (int g = 0; g < 4; g++) {
+                        s = PK_NAME(dp4)(s, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
+                        t = PK_NAME(dp4)(t, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                    }
                 }
                 const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
                 acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, t)), acc[r][h]);
@@ -154,6 +177,36 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s0[MAX_R], s1[MAX_R];
     for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_si256();
+    if (!PK_VNNI) { /* int16 sums (padd): eight steps of nibbles, four of 5-bit values at a time */
+        __m256i p0[MAX_R], p1[MAX_R];
+        const __m256i sc0w = _mm256_or_si256(sc0, _mm256_slli_epi32(sc0, 16)), sc1w = _mm256_or_si256(sc1, _mm256_slli_epi32(sc1, 16));
+        for (int r = 0; r < R; r++) p0[r] = p1[r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; t++) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
+            __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            if (q5) {
+                const __m256i hv = _mm256_loadu_si256((const __m256i *)(qh + 64 * t));
+                lo = PK_NAME(q5k_merge)(lo, hv, 2 * c);
+                hi = PK_NAME(q5k_merge)(hi, hv, 2 * c + 1);
+            }
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
+                p0[r] = PK_NAME(padd)(p0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
+                p1[r] = PK_NAME(padd)(p1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
+                if (q5 && t == 3) { /* scale (in both int16 halves) times each pair sum, summed */
+                    s0[r] = _mm256_madd_epi16(p0[r], sc0w);
+                    s1[r] = _mm256_madd_epi16(p1[r], sc1w);
+                    p0[r] = p1[r] = _mm256_setzero_si256();
+                }
+            }
+        }
+        for (int r = 0; r < R; r++) { /* the integers of the dp4 form below: exact, in any order */
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(s0[r], _mm256_madd_epi16(p0[r], sc0w)));
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(s1[r], _mm256_madd_epi16(p1[r], sc1w)));
+        }
+        return;
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < 8; t++) {
         const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
@@ -327,7 +380,7 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
         if (pf && R == 1) { /* decode: this sub-block's sixteenth of the super-block's lines */
             const size_t n_lines = (sb_bytes + 63) / 64, l1 = (size_t)(j + 1) * n_lines / 16;
             for (size_t l = (size_t)j * n_lines / 16; l < l1; l++)
-                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + 64 * l, _MM_HINT_T0);
+                tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
         }
         const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
         const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
@@ -337,10 +390,22 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
         for (int r = 0; r < R; r++) {
             const uint8_t *a = ab + (size_t)r * as;
             __m256i s = kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
-            s = PK_NAME(dp4)(s, u0, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
-            s = PK_NAME(dp4)(s, u1, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
-            s = PK_NAME(dp4)(s, u2, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
-            s = PK_NAME(dp4)(s, u3, _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
+            const __m256i a0 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)), a1 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4));
+            const __m256i a2 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)), a3 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12));
+            if (PK_VNNI) {
+                s = PK_NAME(dp4)(s, u0, a0);
+                s = PK_NAME(dp4)(s, u1, a1);
+                s = PK_NAME(dp4)(s, u2, a2);
+                s = PK_NAME(dp4)(s, u3, a3);
+            } else if (kind == K16_Q6) { /* 6-bit values: two steps' sums fit int16 (padd) */
+                const __m256i p01 = PK_NAME(padd)(_mm256_maddubs_epi16(u0, a0), u1, a1);
+                const __m256i p23 = PK_NAME(padd)(_mm256_maddubs_epi16(u2, a2), u3, a3);
+                s = _mm256_add_epi32(s, _mm256_add_epi32(PK_NAME(pairs32)(p01), PK_NAME(pairs32)(p23)));
+            } else { /* 3-bit (q + 4 <= 7) and 2-bit values: all four */
+                const __m256i p = _mm256_add_epi16(PK_NAME(padd)(_mm256_maddubs_epi16(u0, a0), u1, a1),
+                                                   PK_NAME(padd)(_mm256_maddubs_epi16(u2, a2), u3, a3));
+                s = _mm256_add_epi32(s, PK_NAME(pairs32)(p));
+            }
             isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s, scj));
         }
     }
