@@ -231,8 +231,12 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 /* Rows 8h..8h+7 of super-block wb (activation bytes ab) into acc[0..R): the super-block's
  * integer sums, then its float step. pf (the pass that streams the group): prefetch the
  * super-block's lines TOKD_PK_PF_DIST ahead, all at once for several activation rows,
- * and for decode (R = 1) a page primed and a quarter before each of its four sub-block
- * pairs (packed.h says why). */
+ * and for decode (R = 1) a page primed. Decode's lines go by eighths instead, one before
+ * each sub-block pair of each half (h = 0 then 1), so that the second half, which finds
+ * its bytes in cache, still issues the stream's prefetches: the AVX-512 path's quarters
+ * (packed.h) went in the first half only, and the requests came in bursts. On the
+ * AVX2-only Zen 3, A/B in one process, 200 MB a thread (medians of 9-15 alternations):
+ * eighths against quarters 1.03, 1.05, 0.93 (BENCHMARKS.md, twenty-first session). */
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
@@ -244,7 +248,10 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
-        if (pf && R == 1) tokd_pk_kq_prefetch_quarter(wb, sb_bytes, TOKD_PK_PF_DIST, c);
+        if (R == 1) {
+            const size_t l0 = (size_t)(4 * h + c) * sb_bytes / 512, l1 = (size_t)(4 * h + c + 1) * sb_bytes / 512;
+            for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(wb + TOKD_PK_PF_DIST + 64 * l);
+        }
         const __m256i *sv = c < 2 ? &lo[0] : &hi[0];
         PK_NAME(k4_pair)(q5, c, q, qh, PK_NAME(k4_byte)(*sv, (2 * c) & 3), PK_NAME(k4_byte)(*sv, (2 * c + 1) & 3), ab, as,
                          R, isum);
@@ -352,12 +359,14 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
 /* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
  * the group prefetches the super-block's lines TOKD_PK_PF_DIST ahead: all at once for
  * several activation rows (packed.h, tokd_pk_kq_prefetch); for decode, a page primed at
- * the super-block's start and its lines spread over the 16 sub-blocks, a sixteenth
- * before each. On the AVX2-only Zen 3 (where the AVX-512 path's burst was measured
- * better, these are the kernels decode runs), each thread streaming 200 MB of packed
- * groups alternated with the read probe (medians of 9): Q6_K 0.55 of the probe with the
- * burst at any distance from 2 to 16 KB, 0.80-0.85 spread; Q3_K 0.64 and 0.80; Q2_K
- * 0.72 and 0.76 (BENCHMARKS.md, twenty-first session). */
+ * the super-block's start and its lines spread over the 16 sub-blocks of both halves, a
+ * 32nd before each (as k4_half's eighths). On the AVX2-only Zen 3 (where the AVX-512
+ * path's burst was measured better, these are the kernels decode runs), each thread
+ * streaming 200 MB of packed groups alternated with the read probe (medians of 9): Q6_K
+ * 0.55 of the probe with the burst at any distance from 2 to 16 KB, 0.80-0.85 spread
+ * over the first half's sub-blocks; Q3_K 0.64 and 0.80; Q2_K 0.72 and 0.76; spread over
+ * both halves against the first only, A/B in one process: Q6_K 1.15, 1.06, 1.10
+ * (BENCHMARKS.md, twenty-first session). */
 PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
                                         const uint8_t *act, size_t as, int R, __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
@@ -377,9 +386,9 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
     for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
-        if (pf && R == 1) { /* decode: this sub-block's sixteenth of the super-block's lines */
-            const size_t n_lines = (sb_bytes + 63) / 64, l1 = (size_t)(j + 1) * n_lines / 16;
-            for (size_t l = (size_t)j * n_lines / 16; l < l1; l++)
+        if (R == 1) { /* decode: this sub-block's 32nd of the super-block's lines */
+            const size_t n_lines = (sb_bytes + 63) / 64, l1 = (size_t)(16 * h + j + 1) * n_lines / 32;
+            for (size_t l = (size_t)(16 * h + j) * n_lines / 32; l < l1; l++)
                 tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
         }
         const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
