@@ -356,68 +356,35 @@ PK_TARGET INLINE __m256i PK_NAME(k16_group)(int kind, const uint8_t *q, const ui
                             : PK_NAME(q2_group)(q, g);
 }
 
-/* Rows 8h..8h+7 of super-block b into acc[0..R), as k4_half; pf: the pass that streams
- * the group prefetches the super-block's lines TOKD_PK_PF_DIST ahead: all at once for
- * several activation rows (packed.h, tokd_pk_kq_prefetch); for decode, a page primed at
- * the super-block's start and its lines spread over the 16 sub-blocks of both halves, a
- * 32nd before each (as k4_half's eighths). On the AVX2-only Zen 3 (where the AVX-512
- * path's burst was measured better, these are the kernels decode runs), each thread
- * streaming 200 MB of packed groups alternated with the read probe (medians of 9): Q6_K
- * 0.55 of the probe with the burst at any distance from 2 to 16 KB, 0.80-0.85 spread
- * over the first half's sub-blocks; Q3_K 0.64 and 0.80; Q2_K 0.72 and 0.76; spread over
- * both halves against the first only, A/B in one process: Q6_K 1.15, 1.06, 1.10
- * (BENCHMARKS.md, twenty-first session). */
-PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
-                                        const uint8_t *act, size_t as, int R, __m256 *acc) {
-    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
-    const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-    if (pf) {
-        if (R == 1) tokd_page_prime(lin + TOKD_PK_PF_DIST, sb_bytes);
-        else tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R);
-    }
-    /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors a
-       sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
-       and Q3_K super-blocks go in pairs, packed.h); this half's bytes */
-    const uint8_t *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
-    const uint8_t *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes), *q = sc + 256 + 32 * h;
-    const uint8_t *top = q + 1024, *ab = act + (size_t)b * Q6K_ACT; /* Q3_K's high-bit vectors */
-    sc += 8 * h;
-    __m256i isum[MAX_R];
-    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-    for (int j = 0; j < 16; j++) {
-        if (R == 1) { /* decode: this sub-block's 32nd of the super-block's lines */
-            const size_t n_lines = (sb_bytes + 63) / 64, l1 = (size_t)(16 * h + j + 1) * n_lines / 32;
-            for (size_t l = (size_t)(16 * h + j) * n_lines / 32; l < l1; l++)
-                tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
-        }
-        const __m256i u0 = PK_NAME(k16_group)(kind, q, top, 4 * j), u1 = PK_NAME(k16_group)(kind, q, top, 4 * j + 1);
-        const __m256i u2 = PK_NAME(k16_group)(kind, q, top, 4 * j + 2), u3 = PK_NAME(k16_group)(kind, q, top, 4 * j + 3);
-        const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
-        const __m256i scj = kind == K16_Q2 ? _mm256_and_si256(_mm256_cvtepu8_epi32(scb), _mm256_set1_epi32(0x0F))
-                                           : _mm256_cvtepi8_epi32(scb);
-        for (int r = 0; r < R; r++) {
-            const uint8_t *a = ab + (size_t)r * as;
-            __m256i s = kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
-            const __m256i a0 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j)), a1 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4));
-            const __m256i a2 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)), a3 = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12));
-            if (PK_VNNI) {
-                s = PK_NAME(dp4)(s, u0, a0);
-                s = PK_NAME(dp4)(s, u1, a1);
-                s = PK_NAME(dp4)(s, u2, a2);
-                s = PK_NAME(dp4)(s, u3, a3);
-            } else if (kind == K16_Q6) { /* 6-bit values: two steps' sums fit int16 (padd) */
-                const __m256i p01 = PK_NAME(padd)(_mm256_maddubs_epi16(u0, a0), u1, a1);
-                const __m256i p23 = PK_NAME(padd)(_mm256_maddubs_epi16(u2, a2), u3, a3);
-                s = _mm256_add_epi32(s, _mm256_add_epi32(PK_NAME(pairs32)(p01), PK_NAME(pairs32)(p23)));
-            } else { /* 3-bit (q + 4 <= 7) and 2-bit values: all four */
-                const __m256i p = _mm256_add_epi16(PK_NAME(padd)(_mm256_maddubs_epi16(u0, a0), u1, a1),
-                                                   PK_NAME(padd)(_mm256_maddubs_epi16(u2, a2), u3, a3));
-                s = _mm256_add_epi32(s, PK_NAME(pairs32)(p));
-            }
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(s, scj));
-        }
-    }
+/* Sub-block j's four groups of rows 8h..8h+7 (qh: this half's quant bytes). */
+PK_TARGET INLINE void PK_NAME(k16_groups)(int kind, const uint8_t *qh, int j, __m256i *u) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) u[k] = PK_NAME(k16_group)(kind, qh, qh + 1024, 4 * j + k);
+}
+/* s + the sub-block sum of groups u[] against the four broadcast activation groups a[]. */
+PK_TARGET INLINE __m256i PK_NAME(k16_sum)(int kind, const __m256i *u, const __m256i *a, __m256i s) {
+    if (PK_VNNI) return PK_NAME(dp4)(PK_NAME(dp4)(PK_NAME(dp4)(PK_NAME(dp4)(s, u[0], a[0]), u[1], a[1]), u[2], a[2]), u[3], a[3]);
+    const __m256i p01 = PK_NAME(padd)(_mm256_maddubs_epi16(u[0], a[0]), u[1], a[1]);
+    const __m256i p23 = PK_NAME(padd)(_mm256_maddubs_epi16(u[2], a[2]), u[3], a[3]);
+    if (kind == K16_Q6) /* 6-bit values: two steps' sums fit int16 (padd) */
+        return _mm256_add_epi32(s, _mm256_add_epi32(PK_NAME(pairs32)(p01), PK_NAME(pairs32)(p23)));
+    return _mm256_add_epi32(s, PK_NAME(pairs32)(_mm256_add_epi16(p01, p23))); /* 3-bit (q + 4 <= 7), 2-bit: all four */
+}
+/* Activation row a's four groups of sub-block j, broadcast, and its correction. */
+PK_TARGET INLINE __m256i PK_NAME(k16_act)(int kind, const uint8_t *a, int j, __m256i *g) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) g[k] = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4 * k));
+    return kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+}
+/* Sub-block j's scales of rows 8h..8h+7 (sc: this half's scale bytes). */
+PK_TARGET INLINE __m256i PK_NAME(k16_scales)(int kind, const uint8_t *sc, int j) {
+    const __m128i scb = _mm_loadl_epi64((const __m128i *)(sc + 16 * j));
+    return kind == K16_Q2 ? _mm256_and_si256(_mm256_cvtepu8_epi32(scb), _mm256_set1_epi32(0x0F)) : _mm256_cvtepi8_epi32(scb);
+}
+/* The super-block's float step for rows 8h..8h+7 (wb: its header; sc: this half's scale
+ * bytes), R activation rows. */
+PK_TARGET INLINE void PK_NAME(k16_float)(int kind, int h, const uint8_t *wb, const uint8_t *sc, const __m256i *isum,
+                                         const uint8_t *ab, size_t as, int R, __m256 *acc) {
     const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
     if (kind == K16_Q2) {
         /* mins (high nibbles of the scale bytes) as (m 2i, m 2i+1) int16 pairs per row lane */
@@ -436,18 +403,84 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
         }
     }
 }
-
+/* Where super-block b keeps its header (d, Q2_K's dmin) and its body (the scales, then
+ * Q6_K's three vectors a sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's
+ * two-bit vectors; Q6_K and Q3_K super-blocks go in pairs, packed.h). */
+PK_TARGET INLINE void PK_NAME(k16_at)(int kind, int64_t b, int64_t nb, const uint8_t *w, const uint8_t **wb,
+                                      const uint8_t **sc) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
+    const uint8_t *lin = w + (size_t)b * sb_bytes;
+    *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
+    *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes);
+}
+/* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R); pf (the pass
+ * that streams the group): prefetch the super-block's lines TOKD_PK_PF_DIST ahead, all
+ * at once (packed.h, tokd_pk_kq_prefetch). */
+PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
+                                        const uint8_t *act, size_t as, int R, __m256 *acc) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
+    if (pf) tokd_pk_kq_prefetch(w + (size_t)b * sb_bytes, sb_bytes, TOKD_PK_PF_DIST, R);
+    const uint8_t *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
+    PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
+    const uint8_t *q = sc + 256 + 32 * h;
+    sc += 8 * h;
+    __m256i isum[MAX_R];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        __m256i u[4], g[4];
+        PK_NAME(k16_groups)(kind, q, j, u);
+        const __m256i scj = PK_NAME(k16_scales)(kind, sc, j);
+        for (int r = 0; r < R; r++) {
+            const __m256i corr = PK_NAME(k16_act)(kind, ab + (size_t)r * as, j, g);
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_mullo_epi32(PK_NAME(k16_sum)(kind, u, g, corr), scj));
+        }
+    }
+    PK_NAME(k16_float)(kind, h, wb, sc, isum, ab, as, R, acc);
+}
+/* Decode (one activation row): super-block b's two halves together, sub-block by
+ * sub-block, so that each line is used whole as it arrives and each activation group is
+ * broadcast once for both; each half's sums keep k16_half's order (the same bits). A
+ * page is primed at the super-block's start and its lines TOKD_PK_PF_DIST ahead are
+ * spread over the 16 sub-blocks, a sixteenth before each.
+ * Measured on the AVX2-only Zen 3 (where the AVX-512 path's burst was measured better,
+ * these are the kernels decode runs), each thread streaming 200 MB of packed groups
+ * alternated with the read probe (medians of 9): Q6_K 0.55 of the probe with the burst
+ * at any distance from 2 to 16 KB, 0.80-0.85 spread over the first half's sub-blocks;
+ * Q3_K 0.64 and 0.80; Q2_K 0.72 and 0.76. Then A/B in one process: spread over both
+ * halves against the first only, Q6_K 1.15, 1.06, 1.10; both halves together against
+ * one after the other, Q6_K 1.04 and 1.00, Q3_K 1.17 and 1.09, Q2_K 1.35, 1.46 and 1.52
+ * (Q6_K one thread on cached groups 1.21). The same for Q4_K measured 0.91 and 0.94
+ * streaming: it keeps k4_half's two passes (BENCHMARKS.md, twenty-first session). */
+PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const uint8_t *w, const uint8_t *act,
+                                          __m256 *acc) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB, n_lines = (sb_bytes + 63) / 64;
+    const uint8_t *lin = w + (size_t)b * sb_bytes, *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
+    tokd_page_prime(lin + TOKD_PK_PF_DIST, sb_bytes);
+    PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; j++) {
+        for (size_t l = (size_t)j * n_lines / 16; l < (size_t)(j + 1) * n_lines / 16; l++)
+            tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
+        __m256i g[4], u[4];
+        const __m256i corr = PK_NAME(k16_act)(kind, ab, j, g);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            PK_NAME(k16_groups)(kind, sc + 256 + 32 * h, j, u);
+            const __m256i s = PK_NAME(k16_sum)(kind, u, g, corr);
+            isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(s, PK_NAME(k16_scales)(kind, sc + 8 * h, j)));
+        }
+    }
+    for (int h = 0; h < 2; h++) PK_NAME(k16_float)(kind, h, wb, sc + 8 * h, &isum[h], ab, 0, 1, &acc[h]);
+}
 /* As k4_tile: two passes of one half each for several activation rows, both halves of
- * each super-block as it arrives for decode (Q6_K tg, two pairs against the build before:
- * shares 56 and 53 % against 51 and 47 %). */
+ * each super-block as it arrives for decode (k16_decode). */
 PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                         float *y, int64_t ldy) {
     if (R == 1) {
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (int64_t b = 0; b < nb; b++) {
-            PK_NAME(k16_half)(kind, 0, 1, b, nb, w, act, as, 1, &acc[0]);
-            PK_NAME(k16_half)(kind, 1, 0, b, nb, w, act, as, 1, &acc[1]);
-        }
+        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_decode)(kind, b, nb, w, act, acc);
         _mm256_storeu_ps(y, acc[0]);
         _mm256_storeu_ps(y + 8, acc[1]);
         return;
@@ -459,7 +492,6 @@ PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, 
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
-
 PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                         int64_t ldy) {
     PK_NAME(k16_tile)(K16_Q6, nb, w, act, as, R, y, ldy);
