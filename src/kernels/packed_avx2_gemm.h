@@ -413,6 +413,26 @@ PK_TARGET INLINE void PK_NAME(k16_at)(int kind, int64_t b, int64_t nb, const uin
     *wb = kind == K16_Q2 ? lin : w + tokd_pk_scales_at(b, sb_bytes);
     *sc = kind == K16_Q2 ? lin + 64 : w + tokd_pk_vectors_at(b, nb, sb_bytes);
 }
+/* For 8 rows (sc: their scale bytes) and a prepared activation row ab (Q6_K, Q3_K: each
+ * sub-block's correction -bias * its activation sum, bias 32 or 4), the int32 lanes
+ * sum over j of scale j * correction j, through vpmaddwd instead of 16 vpmullo: the
+ * sums (correction / bias, exact: |sum| <= 2032) as int16 pairs, each sub-block pair's
+ * scales as int16 pairs, times bias at the end (a shift). */
+PK_TARGET INLINE __m256i PK_NAME(k16_corr_term)(int kind, const uint8_t *sc, const uint8_t *ab) {
+    const int log2_bias = kind == K16_Q6 ? 5 : 2;
+    const __m256i c0 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(ab + 260)), log2_bias);
+    const __m256i c1 = _mm256_srai_epi32(_mm256_loadu_si256((const __m256i *)(ab + 292)), log2_bias);
+    /* int16 sums of sub-blocks 0..15 in order (vpackssdw works within 128-bit lanes) */
+    const __m256i bs = _mm256_permute4x64_epi64(_mm256_packs_epi32(c0, c1), _MM_SHUFFLE(3, 1, 2, 0));
+    __m256i t = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) { /* sub-blocks 2i, 2i+1: scale bytes at 32i and 32i + 16 */
+        const __m128i x = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(sc + 32 * i)),
+                                            _mm_loadl_epi64((const __m128i *)(sc + 32 * i + 16)));
+        t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_cvtepi8_epi16(x), _mm256_permutevar8x32_epi32(bs, _mm256_set1_epi32(i))));
+    }
+    return _mm256_slli_epi32(t, log2_bias);
+}
 /* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R); pf (the pass
  * that streams the group): prefetch the super-block's lines TOKD_PK_PF_DIST ahead, all
  * at once (packed.h, tokd_pk_kq_prefetch). */
@@ -468,10 +488,24 @@ PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             PK_NAME(k16_groups)(kind, sc + 256 + 32 * h, j, u);
-            const __m256i s = PK_NAME(k16_sum)(kind, u, g, corr);
-            isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(s, PK_NAME(k16_scales)(kind, sc + 8 * h, j)));
+            const __m256i scj = PK_NAME(k16_scales)(kind, sc + 8 * h, j);
+            if (PK_VNNI) {
+                isum[h] = _mm256_add_epi32(isum[h], _mm256_mullo_epi32(PK_NAME(k16_sum)(kind, u, g, corr), scj));
+                continue;
+            }
+            /* the scale in both int16 halves of its lane: vpmaddwd multiplies the int16
+               pair sums by it and adds them, in place of vpmullo on their int32 sum */
+            const __m256i scw = _mm256_or_si256(_mm256_and_si256(scj, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(scj, 16));
+            const __m256i p01 = PK_NAME(padd)(_mm256_maddubs_epi16(u[0], g[0]), u[1], g[1]);
+            const __m256i p23 = PK_NAME(padd)(_mm256_maddubs_epi16(u[2], g[2]), u[3], g[3]);
+            if (kind == K16_Q6) /* 6-bit values: two steps' sums fit int16 */
+                isum[h] = _mm256_add_epi32(isum[h], _mm256_add_epi32(_mm256_madd_epi16(p01, scw), _mm256_madd_epi16(p23, scw)));
+            else
+                isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(_mm256_add_epi16(p01, p23), scw));
         }
     }
+    if (!PK_VNNI && kind != K16_Q2) /* the corrections' term, sum over j of scale j * correction j, as int16 pairs */
+        for (int h = 0; h < 2; h++) isum[h] = _mm256_add_epi32(isum[h], PK_NAME(k16_corr_term)(kind, sc + 8 * h, ab));
     for (int h = 0; h < 2; h++) PK_NAME(k16_float)(kind, h, wb, sc + 8 * h, &isum[h], ab, 0, 1, &acc[h]);
 }
 /* As k4_tile: two passes of one half each for several activation rows, both halves of
