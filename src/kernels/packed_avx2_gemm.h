@@ -230,8 +230,12 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 
 /* Rows 8h..8h+7 of super-block wb (activation bytes ab) into acc[0..R): the super-block's
  * integer sums, then its float step. pf (the pass that streams the group): prefetch the
- * super-block's lines TOKD_PK_PF_DIST ahead, all at once for several activation rows,
- * and for decode (R = 1) a page primed. Decode's lines go by eighths instead, one before
+ * super-block's lines TOKD_PK_PF_DIST ahead, all at once for several activation rows.
+ * Decode primes no page: with every line prefetched, priming the page beyond them cost
+ * the AVX2-only Zen 3 streaming 200 MB a thread, A/B in one process (medians of 9-15):
+ * without it Q4_K 1.18x, Q5_K 1.10x, Q6_K 1.14x and 1.13x (BENCHMARKS.md,
+ * twenty-first session; the AVX-512 path, measured elsewhere, keeps it; Q4_0 and Q8_0
+ * read the same either way, 0.98 and 1.01, and keep it). Decode's lines go by eighths instead, one before
  * each sub-block pair of each half (h = 0 then 1), so that the second half, which finds
  * its bytes in cache, still issues the stream's prefetches: the AVX-512 path's quarters
  * (packed.h) went in the first half only, and the requests came in bursts. On the
@@ -240,7 +244,7 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
-    if (pf) tokd_pk_k4_start(wb, sb_bytes, TOKD_PK_PF_DIST, R);
+    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, TOKD_PK_PF_DIST, R); /* decode: no page priming, below */
     const uint8_t *q = wb + 256 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
     __m256i lo[2], hi[2]; /* scales and mins */
     PK_NAME(k4_scales)(wb + 64 + 32 * h, lo, hi);
@@ -460,9 +464,9 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
 }
 /* Decode (one activation row): super-block b's two halves together, sub-block by
  * sub-block, so that each line is used whole as it arrives and each activation group is
- * broadcast once for both; each half's sums keep k16_half's order (the same bits). A
- * page is primed at the super-block's start and its lines TOKD_PK_PF_DIST ahead are
- * spread over the 16 sub-blocks, a sixteenth before each.
+ * broadcast once for both; each half's sums keep k16_half's order (the same bits). The
+ * super-block's lines TOKD_PK_PF_DIST ahead are prefetched spread over the 16
+ * sub-blocks, a sixteenth before each, and no page is primed (k4_half says why).
  * Measured on the AVX2-only Zen 3 (where the AVX-512 path's burst was measured better,
  * these are the kernels decode runs), each thread streaming 200 MB of packed groups
  * alternated with the read probe (medians of 9): Q6_K 0.55 of the probe with the burst
@@ -476,7 +480,6 @@ PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const
                                           __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB, n_lines = (sb_bytes + 63) / 64;
     const uint8_t *lin = w + (size_t)b * sb_bytes, *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
-    tokd_page_prime(lin + TOKD_PK_PF_DIST, sb_bytes);
     PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 16
