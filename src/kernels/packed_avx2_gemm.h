@@ -177,6 +177,38 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i s0[MAX_R], s1[MAX_R];
     for (int r = 0; r < R; r++) s0[r] = s1[r] = _mm256_setzero_si256();
+    if (!PK_VNNI && R > 1) {
+        /* several rows: a sub-block's eight groups unpacked once, then each row's sum in one
+           int16 register (four rows fit the 16 ymm registers without spilling). Against
+           both sub-blocks' sums per step for all rows (two accumulators a row): one thread
+           on a cached prefill tile, 1.63x for Q4_K, 1.59x for Q5_K (BENCHMARKS.md,
+           twenty-first session). */
+#pragma GCC unroll 2
+        for (int sub = 0; sub < 2; sub++) {
+            const __m256i sc = sub ? sc1 : sc0, scw = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+            __m256i u[8];
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) {
+                const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
+                u[t] = _mm256_and_si256(sub ? _mm256_srli_epi16(raw, 4) : raw, m4);
+                if (q5) u[t] = PK_NAME(q5k_merge)(u[t], _mm256_loadu_si256((const __m256i *)(qh + 64 * t)), 2 * c + sub);
+            }
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as + 64 * c + 32 * sub;
+                __m256i p = _mm256_setzero_si256(), s = p;
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    p = PK_NAME(padd)(p, u[t], _mm256_set1_epi32(tokd_pk_ld_i32(a + 4 * t)));
+                    if (q5 && t == 3) { /* 5-bit values: four steps' sums at a time */
+                        s = _mm256_madd_epi16(p, scw);
+                        p = _mm256_setzero_si256();
+                    }
+                }
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(s, _mm256_madd_epi16(p, scw)));
+            }
+        }
+        return;
+    }
     if (!PK_VNNI) { /* int16 sums (padd): eight steps of nibbles, four of 5-bit values at a time */
         __m256i p0[MAX_R], p1[MAX_R];
         const __m256i sc0w = _mm256_or_si256(sc0, _mm256_slli_epi32(sc0, 16)), sc1w = _mm256_or_si256(sc1, _mm256_slli_epi32(sc1, 16));
