@@ -169,6 +169,22 @@ PK_TARGET INLINE __m256i PK_NAME(k4_pair16)(__m256i v, int k) {
     return _mm256_shuffle_epi8(v, _mm256_add_epi32(at, _mm256_set1_epi32((int)(0x80008000u | ((unsigned)(k + 1) << 16) | (unsigned)k))));
 }
 
+/* Group t of sub-blocks 2c (lo: the low nibbles) and 2c+1 (hi: the high ones) of rows
+ * 8h..8h+7 (q, qh: this half's bytes of the quant and high-bit vectors); Q5_K: with
+ * their fifth bits merged. */
+PK_TARGET INLINE void PK_NAME(k4_groups)(int q5, int c, int t, const uint8_t *q, const uint8_t *qh, __m256i *lo,
+                                         __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
+    *lo = _mm256_and_si256(raw, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    if (q5) {
+        const __m256i hv = _mm256_loadu_si256((const __m256i *)(qh + 64 * t));
+        *lo = PK_NAME(q5k_merge)(*lo, hv, 2 * c);
+        *hi = PK_NAME(q5k_merge)(*hi, hv, 2 * c + 1);
+    }
+}
+
 /* Sub-blocks 2c and 2c+1 of super-block b for rows 8h..8h+7 (q, qh: this half's bytes of
  * the quant and high-bit vectors; sc0, sc1: the two sub-blocks' scales a row lane), into
  * isum[0..R). */
@@ -215,13 +231,8 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
         for (int r = 0; r < R; r++) p0[r] = p1[r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int t = 0; t < 8; t++) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
-            __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            if (q5) {
-                const __m256i hv = _mm256_loadu_si256((const __m256i *)(qh + 64 * t));
-                lo = PK_NAME(q5k_merge)(lo, hv, 2 * c);
-                hi = PK_NAME(q5k_merge)(hi, hv, 2 * c + 1);
-            }
+            __m256i lo, hi;
+            PK_NAME(k4_groups)(q5, c, t, q, qh, &lo, &hi);
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
                 p0[r] = PK_NAME(padd)(p0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
@@ -241,13 +252,8 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
     }
 #pragma GCC unroll 8
     for (int t = 0; t < 8; t++) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i *)(q + 64 * (8 * c + t)));
-        __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        if (q5) {
-            const __m256i hv = _mm256_loadu_si256((const __m256i *)(qh + 64 * t));
-            lo = PK_NAME(q5k_merge)(lo, hv, 2 * c);
-            hi = PK_NAME(q5k_merge)(hi, hv, 2 * c + 1);
-        }
+        __m256i lo, hi;
+        PK_NAME(k4_groups)(q5, c, t, q, qh, &lo, &hi);
         for (int r = 0; r < R; r++) {
             const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
             s0[r] = PK_NAME(dp4)(s0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
