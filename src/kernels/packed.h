@@ -160,7 +160,9 @@ static inline __attribute__((always_inline)) void tokd_pk_prefetch_here(const vo
     __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
 }
 
-/* The K-quant kernels' prefetches (both paths), `dist` bytes ahead of super-block sb.
+/* The K-quant kernels' prefetches, `dist` bytes ahead of super-block sb: both paths'
+ * prefill, and the AVX-512 path's decode (the AVX2 decode spreads its own line
+ * prefetches and primes no page; packed_avx2_gemm.h, k4_half and k16_decode, say why).
  * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
  * also primes the page beyond that window (page_prime.h). Without the hardware
  * prefetcher's help the K-quant kernels read at about half the probe's rate (no software
@@ -174,7 +176,7 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
     for (size_t l = 0; l < sb_bytes; l += 64) __builtin_prefetch(sb + dist + l, 0, 3);
     if (R == 1) tokd_page_prime(sb + dist, sb_bytes);
 }
-/* Q4_K and Q5_K decode spread those line prefetches instead: quarter c of the
+/* AVX-512 Q4_K and Q5_K decode spread those line prefetches instead: quarter c of the
  * super-block's lines as the kernel loads quarter c of its nibbles (the page priming
  * stays at the super-block's start). One thread's contiguous Q4_K stream on the AVX-512
  * path, two builds alternated with the read probe (300 MB, two threads, medians of 15):
@@ -183,7 +185,9 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
  * of 8 pairs (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3 (BENCHMARKS.md, thirteenth session).
  * Eighths (one per sub-block) read 0.93-0.95 against the burst, halves 0.98-1.05 against
  * quarters. Q6_K's tile lost with every split tried (quarters and halves 0.95-1.02,
- * sixteenths 0.55-0.74), so it keeps the burst. */
+ * sixteenths 0.55-0.74), so it keeps the burst. (Those splits were __builtin_prefetch in
+ * an unrolled loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K
+ * kernel: tokd_pk_prefetch_here. Not re-measured on the AVX-512 host.) */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
     const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
     for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 3);
