@@ -23,13 +23,11 @@
  *   run:    build/bench/bench_regions MODEL.gguf [ROUNDS]    (default 21 rounds, 2 threads)
  *
  * Needs a model whose matrices are packed on this CPU (packed.h); others are refused. */
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "bench.h"
 #include "kernels/matmul.h"
-#include "kernels/packed.h" /* TOKD_PK_AVX2_DECODE_LINE_PF; page_prime.h */
 #include "kernels/types.h"
 #include "model.h"
 #include "tokd.h"
@@ -42,48 +40,10 @@
 
 static volatile uint64_t sink;
 
-/* The probe's read loop over a chunk's weight bytes, as a packed gemm. */
-__attribute__((target("avx512f"))) static void read_only_gemm(int64_t K, int64_t n_groups, const void *w,
-                                                              size_t group_bytes, int64_t na, const void *act,
-                                                              size_t as, float *y, int64_t ldy) {
-    const uint8_t *p = w;
-    const size_t n = (size_t)n_groups * group_bytes;
-    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 256 <= n; i += 256) {
-        tokd_page_prime(p + i, 256);
-        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
-        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512((const void *)(p + i + 64)));
-        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512((const void *)(p + i + 128)));
-        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512((const void *)(p + i + 192)));
-    }
-    for (; i + 64 <= n; i += 64) a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
-    a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
-    sink ^= (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a0));
-    (void)K, (void)na, (void)act, (void)as, (void)y, (void)ldy;
-}
-
-/* The same on CPUs without AVX-512, as the AVX2 probe reads (bench.c): pages primed and
- * every line TOKD_PK_AVX2_DECODE_LINE_PF ahead. */
-__attribute__((target("avx2"))) static void read_only_gemm_avx2(int64_t K, int64_t n_groups, const void *w,
-                                                               size_t group_bytes, int64_t na, const void *act,
-                                                               size_t as, float *y, int64_t ldy) {
-    const uint8_t *p = w;
-    const size_t n = (size_t)n_groups * group_bytes;
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        tokd_page_prime(p + i, 128);
-        _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF, _MM_HINT_T0);
-        _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF + 64, _MM_HINT_T0);
-        a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
-        a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
-        a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
-        a3 = _mm256_xor_si256(a3, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
-    }
-    for (; i + 32 <= n; i += 32) a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
-    a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-    sink ^= (uint64_t)_mm256_extract_epi64(a0, 0);
+/* The probe's read loop over a chunk's weight bytes (bench.h), as a packed gemm. */
+static void read_only_gemm(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act,
+                           size_t as, float *y, int64_t ldy) {
+    sink ^= tokd_bench_read_bytes(w, (size_t)n_groups * group_bytes);
     (void)K, (void)na, (void)act, (void)as, (void)y, (void)ldy;
 }
 
@@ -102,7 +62,7 @@ static int add_matrix(variants *v, tokd_matrix *W) {
     if (f == v->n_forms) {
         if (f == 16) return -1;
         v->forms[f] = *W->pk;
-        v->forms[f].gemm = tokd_cpu()->avx512f ? read_only_gemm : read_only_gemm_avx2;
+        v->forms[f].gemm = read_only_gemm;
         v->n_forms++;
     }
     v->mat[v->n] = W;
@@ -212,7 +172,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!tokd_cpu()->avx2) {
-        fprintf(stderr, "bench_regions: needs AVX2 (its read-only kernel)\n");
+        fprintf(stderr, "bench_regions: needs AVX2 (the packed kernels)\n");
         return 1;
     }
     static variants v;

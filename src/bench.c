@@ -51,28 +51,32 @@ static volatile uint64_t bench_sink;
 
 __attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p, size_t n) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 256 <= n; i += 256) {
+    size_t i = 0;
+    for (; i + 256 <= n; i += 256) {
         tokd_page_prime(p + i, 256);
-        a0 = _mm512_xor_si512(a0, _mm512_load_si512((const void *)(p + i)));
-        a1 = _mm512_xor_si512(a1, _mm512_load_si512((const void *)(p + i + 64)));
-        a2 = _mm512_xor_si512(a2, _mm512_load_si512((const void *)(p + i + 128)));
-        a3 = _mm512_xor_si512(a3, _mm512_load_si512((const void *)(p + i + 192)));
+        a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
+        a1 = _mm512_xor_si512(a1, _mm512_loadu_si512((const void *)(p + i + 64)));
+        a2 = _mm512_xor_si512(a2, _mm512_loadu_si512((const void *)(p + i + 128)));
+        a3 = _mm512_xor_si512(a3, _mm512_loadu_si512((const void *)(p + i + 192)));
     }
+    for (; i + 64 <= n; i += 64) a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
     a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
     return (uint64_t)_mm_cvtsi128_si64(_mm512_castsi512_si128(a0)); /* one lane: no scalar overflow */
 }
 
 __attribute__((target("avx2"))) static uint64_t read_avx2(const uint8_t *p, size_t n) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 128 <= n; i += 128) {
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
         tokd_page_prime(p + i, 128);
         _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF, _MM_HINT_T0);
         _mm_prefetch((const char *)p + i + TOKD_PK_AVX2_DECODE_LINE_PF + 64, _MM_HINT_T0);
-        a0 = _mm256_xor_si256(a0, _mm256_load_si256((const __m256i *)(p + i)));
-        a1 = _mm256_xor_si256(a1, _mm256_load_si256((const __m256i *)(p + i + 32)));
-        a2 = _mm256_xor_si256(a2, _mm256_load_si256((const __m256i *)(p + i + 64)));
-        a3 = _mm256_xor_si256(a3, _mm256_load_si256((const __m256i *)(p + i + 96)));
+        a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
+        a1 = _mm256_xor_si256(a1, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+        a2 = _mm256_xor_si256(a2, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+        a3 = _mm256_xor_si256(a3, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
     }
+    for (; i + 32 <= n; i += 32) a0 = _mm256_xor_si256(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
     a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
     return (uint64_t)_mm256_extract_epi64(a0, 0) ^ (uint64_t)_mm256_extract_epi64(a0, 3);
 }
@@ -91,10 +95,14 @@ static uint64_t read_scalar(const uint8_t *p, size_t n) {
     return a0 ^ a1 ^ a2 ^ a3;
 }
 
+uint64_t tokd_bench_read_bytes(const void *p, size_t n) {
+    const tokd_cpu_features *cpu = tokd_cpu();
+    return cpu->avx512f ? read_avx512(p, n) : cpu->avx2 ? read_avx2(p, n) : read_scalar(p, n);
+}
+
 typedef struct {
     const uint8_t *buf;
     size_t bytes;
-    int isa; /* 2: avx512, 1: avx2, 0: scalar */
     int form; /* 0: the read loop, 1: the Q8_0 decode kernel */
     const tokd_packed_traits *q8; /* NULL: no packed Q8_0 form on this CPU */
     void *q8_act;                 /* one prepared activation row */
@@ -113,8 +121,7 @@ static void read_slice(void *arg, int ith, int nth) {
         j->q8->gemm(PROBE_K, n_groups, p, gb, 1, j->q8_act, 0, j->q8_out + (size_t)ith * (size_t)n_groups * (size_t)j->q8->group_rows, 0);
         return;
     }
-    uint64_t x = j->isa == 2 ? read_avx512(p, per) : j->isa == 1 ? read_avx2(p, per) : read_scalar(p, per);
-    bench_sink ^= x;
+    bench_sink ^= tokd_bench_read_bytes(p, per);
 }
 
 struct tokd_bench_reader {
@@ -122,10 +129,8 @@ struct tokd_bench_reader {
 };
 
 tokd_bench_reader *tokd_bench_reader_new(size_t bytes) {
-    const tokd_cpu_features *cpu = tokd_cpu();
     tokd_bench_reader *rd = tokd_xcalloc(1, sizeof *rd);
     rd->job.bytes = bytes & ~(size_t)4095;
-    rd->job.isa = cpu->avx512f ? 2 : cpu->avx2 ? 1 : 0;
     uint8_t *buf = tokd_xhuge_alloc(rd->job.bytes); /* the weights' kind of memory */
     for (size_t i = 0; i < rd->job.bytes; i += 64) buf[i] = (uint8_t)i; /* fault every page in */
     memset(buf, 1, rd->job.bytes);

@@ -47,6 +47,12 @@ typedef struct {
 /* Median/min/max of n values (n >= 1). */
 void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n);
 
+/* The probe's read loop over n bytes at p (any alignment): wide loads of this CPU's path,
+ * pages primed ahead, and on AVX2 every line TOKD_PK_AVX2_DECODE_LINE_PF ahead; returns
+ * a value made of the bytes, for the caller to sink. bench_regions reads weight chunks
+ * with it. */
+uint64_t tokd_bench_read_bytes(const void *p, size_t n);
+
 /* Read bandwidth in bytes/s: median over `passes` passes over `bytes` bytes. */
 double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes);
 
