@@ -25,6 +25,21 @@ PK_TARGET INLINE __m256i PK_NAME(padd)(__m256i s, __m256i u, __m256i a) {
 /* int16 pair sums as int32 lanes (each the sum of its two halves), times 1. */
 PK_TARGET INLINE __m256i PK_NAME(pairs32)(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
 
+/* Sums that the fully unrolled decode loops build step by step are pinned in registers
+ * after each step (PK_PIN: an empty asm that takes them and gives them back), and loads
+ * are kept within their step by a compiler barrier (PK_LOADS_HERE). Without them GCC 12
+ * reassociated the integer chains into trees, hoisted a whole half's broadcasts and
+ * products ahead of the sums, and spilled them: the Q4_K decode kept a 2.6 KB stack frame
+ * and Q2_K's sums lived in memory. Neither changes an integer (the sums are exact). */
+#define PK_PIN(...) __asm__("" : PK_PIN_OPS(__VA_ARGS__))
+#define PK_PIN_OPS(...) PK_PIN_N(__VA_ARGS__, PK_PIN4, PK_PIN3, PK_PIN2, PK_PIN1)(__VA_ARGS__)
+#define PK_PIN_N(_1, _2, _3, _4, N, ...) N
+#define PK_PIN1(a) "+x"(a)
+#define PK_PIN2(a, b) "+x"(a), "+x"(b)
+#define PK_PIN3(a, b, c) "+x"(a), "+x"(b), "+x"(c)
+#define PK_PIN4(a, b, c, d) "+x"(a), "+x"(b), "+x"(c), "+x"(d)
+#define PK_LOADS_HERE() __asm__ volatile("" ::: "memory")
+
 /* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
  * kernels that gather one bit or bit pair of every byte at a fixed position and mask the
  * rest off (with the bits that crossed into the other byte of a word); n must be a
@@ -237,6 +252,7 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
                 const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
                 p0[r] = PK_NAME(padd)(p0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
                 p1[r] = PK_NAME(padd)(p1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
+                PK_PIN(p0[r], p1[r]);
                 if (q5 && t == 3) { /* scale (in both int16 halves) times each pair sum, summed */
                     s0[r] = _mm256_madd_epi16(p0[r], sc0w);
                     s1[r] = _mm256_madd_epi16(p1[r], sc1w);
@@ -293,6 +309,7 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
         if (R == 1) {
             const size_t l0 = (size_t)(4 * h + c) * sb_bytes / 512, l1 = (size_t)(4 * h + c + 1) * sb_bytes / 512;
             for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(wb + TOKD_PK_PF_DIST + 64 * l);
+            PK_LOADS_HERE(); /* each sub-block pair's broadcasts in its own step */
         }
         const __m256i *sv = c < 2 ? &lo[0] : &hi[0];
         PK_NAME(k4_pair)(q5, c, q, qh, PK_NAME(k4_byte)(*sv, (2 * c) & 3), PK_NAME(k4_byte)(*sv, (2 * c + 1) & 3), ab, as,
@@ -544,10 +561,15 @@ PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const
             else
                 isum[h] = _mm256_add_epi32(isum[h], _mm256_madd_epi16(_mm256_add_epi16(p01, p23), scw));
         }
+        PK_PIN(isum[0], isum[1]);
     }
-    if (!PK_VNNI && kind != K16_Q2) /* the corrections' term, sum over j of scale j * correction j, as int16 pairs */
-        for (int h = 0; h < 2; h++) isum[h] = _mm256_add_epi32(isum[h], PK_NAME(k16_corr_term)(kind, sc + 8 * h, ab));
-    for (int h = 0; h < 2; h++) PK_NAME(k16_float)(kind, h, wb, sc + 8 * h, &isum[h], ab, 0, 1, &acc[h]);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) { /* a copy: isum's address taken would keep it in memory */
+        __m256i is = isum[h];
+        if (!PK_VNNI && kind != K16_Q2) /* the corrections' term, sum over j of scale j * correction j, as int16 pairs */
+            is = _mm256_add_epi32(is, PK_NAME(k16_corr_term)(kind, sc + 8 * h, ab));
+        PK_NAME(k16_float)(kind, h, wb, sc + 8 * h, &is, ab, 0, 1, &acc[h]);
+    }
 }
 /* As k4_tile: two passes of one half each for several activation rows, both halves of
  * each super-block as it arrives for decode (k16_decode). */
