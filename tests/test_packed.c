@@ -131,6 +131,61 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
     }
 }
 
+/* The int16 sums of the AVX2 kernels (packed_avx2_gemm.h: padd) stay exact only if no
+ * step's sums pass 2^15. Random data never comes near that, so each type also gets rows
+ * whose every weight takes its largest unsigned value (all quant bytes 0xFF; Q8_0 -128)
+ * against activation rows of one sign throughout (all +1 and all -1: +-127, or -128 for
+ * Q8_K's), where every product has the same sign and the largest magnitude: a form that
+ * summed one step too many would saturate and differ from the contract. */
+static void extreme_row(uint32_t type, uint8_t *row, int64_t K) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    const size_t bb = tt->bytes;
+    memset(row, 0xFF, tokd_row_bytes(tt, K));
+    for (uint8_t *b = row; b < row + tokd_row_bytes(tt, K); b += bb) {
+        const uint8_t one[2] = {0x00, 0x3C}; /* fp16 1.0 */
+        switch (type) {
+        case GGML_TYPE_Q8_0: memset(b + 2, 0x80, 32), memcpy(b, one, 2); break;
+        case GGML_TYPE_Q4_0:
+        case GGML_TYPE_Q5_0: memcpy(b, one, 2); break;
+        case GGML_TYPE_Q4_K:
+        case GGML_TYPE_Q5_K: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, dmin */
+        case GGML_TYPE_Q6_K: memcpy(b + 208, one, 2); break;
+        case GGML_TYPE_Q3_K: memcpy(b + 108, one, 2); break;
+        case GGML_TYPE_Q2_K: memcpy(b + 80, one, 2), memcpy(b + 82, one, 2); break;
+        default: break;
+        }
+    }
+}
+static void check_extremes(uint32_t type, const tokd_packed_traits *pk) {
+    const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
+    const int64_t K = 512, gr = pk->group_rows, n_out = 2 * gr, NA = 5;
+    const size_t rb = tokd_row_bytes(tt, K), qb = tokd_row_bytes(at, K), as = (pk->act_bytes(K) + 63) & ~(size_t)63;
+    uint8_t *w = tokd_xmalloc(rb * (size_t)n_out), *q = tokd_xmalloc(qb), *act = tokd_aligned_alloc(as * NA);
+    float *x = tokd_xmalloc(sizeof(float) * (size_t)K), y[5 * 64];
+    for (int64_t o = 0; o < n_out; o++) extreme_row(type, w + (size_t)o * rb, K);
+    tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = n_out, .row_bytes = rb};
+    CHECK(tokd_matrix_pack(NULL, &W, pk) == 0, "%s: pack the extreme rows", tt->name);
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int64_t i = 0; i < K; i++) x[i] = (float)sign;
+        at->from_float(x, q, K);
+        for (int64_t r = 0; r < NA; r++) pk->prep(x, act + (size_t)r * as, K);
+        const float want = pk->ref_dot(K, w, q);
+        int bad = 0;
+        for (int64_t na = 1; na <= NA; na += 3) { /* decode (1) and a 4-row prefill tile (4) */
+            memset(y, 0xFF, sizeof y);
+            pk->gemm(K, 2, W.packed, W.group_bytes, na, act, as, y, n_out);
+            for (int64_t i = 0; i < na * n_out; i++) bad += memcmp(&y[i], &want, 4) != 0;
+        }
+        CHECK(bad == 0 && want != 0.0f && want == want, "%s: weights at their largest against activations all %+d: %d outputs differ from the contract (%g)",
+              tt->name, sign, bad, (double)want);
+    }
+    free(W.packed);
+    free(act);
+    free(x);
+    free(q);
+    free(w);
+}
+
 int main(void) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
@@ -153,6 +208,7 @@ int main(void) {
             CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
         }
         if (pk) check_type(types[i], pk, pool2);
+        if (pk) check_extremes(types[i], pk);
         /* a form with groups of 32 rows keeps a 16-row form for heights that are odd
            multiples of 16 (tokd_packed_fit) */
         if (pk && pk->group_rows != 16) {
@@ -174,8 +230,8 @@ int main(void) {
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);
             CHECK((vnni != NULL) == c->avxvnni && tokd_packed_get_avx2(avx2_types[i]) == (c->avxvnni ? vnni : plain),
                   "type %u: the AVX2 form takes the AVX-VNNI kernel exactly where the CPU has AVX-VNNI", avx2_types[i]);
-            if (plain) check_type(avx2_types[i], plain, pool2);
-            if (vnni) check_type(avx2_types[i], vnni, pool2);
+            if (plain) check_type(avx2_types[i], plain, pool2), check_extremes(avx2_types[i], plain);
+            if (vnni) check_type(avx2_types[i], vnni, pool2), check_extremes(avx2_types[i], vnni);
             if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "type %u: two distinct AVX2 kernels", avx2_types[i]);
         }
     }
