@@ -114,14 +114,14 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
                 __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
-                if (!PK_VNNI && !q5) { /* nibbles: the eight steps' sums fit int16 (padd) */
+                if (!PK_VNNI) { /* int16 sums (padd): nibbles' eight steps fit, 5-bit values' four */
                     __m256i p = _mm256_setzero_si256(), p2 = p;
 #pragma GCC unroll 4
                     for (int g = 0; g < 4; g++) {
                         p = PK_NAME(padd)(p, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
                         p2 = PK_NAME(padd)(p2, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
                     }
-                    t = PK_NAME(pairs32)(_mm256_add_epi16(p, p2));
+                    t = q5 ? _mm256_add_epi32(PK_NAME(pairs32)(p), PK_NAME(pairs32)(p2)) : PK_NAME(pairs32)(_mm256_add_epi16(p, p2));
                 } else {
 #pragma GCC unroll 4
                     for (int g = 0; g < 4; g++) {
