@@ -541,6 +541,7 @@ PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const
     for (int j = 0; j < 16; j++) {
         for (size_t l = (size_t)j * n_lines / 16; l < (size_t)(j + 1) * n_lines / 16; l++)
             tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
+        PK_LOADS_HERE(); /* each sub-block's loads in its own step */
         __m256i g[4], u[4];
         const __m256i corr = PK_NAME(k16_act)(kind, ab, j, g);
 #pragma GCC unroll 2
