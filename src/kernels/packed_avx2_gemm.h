@@ -530,7 +530,9 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
  * halves against the first only, Q6_K 1.15, 1.06, 1.10; both halves together against
  * one after the other, Q6_K 1.04 and 1.00, Q3_K 1.17 and 1.09, Q2_K 1.35, 1.46 and 1.52
  * (Q6_K one thread on cached groups 1.21). The same for Q4_K measured 0.91 and 0.94
- * streaming: it keeps k4_half's two passes (BENCHMARKS.md, twenty-first session). */
+ * streaming, and again with its sums pinned (PK_PIN) 0.75-0.78 on cached groups and
+ * 0.97-1.04 streaming: it keeps k4_half's two passes (BENCHMARKS.md, twenty-first and
+ * twenty-second sessions). */
 PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const uint8_t *w, const uint8_t *act,
                                           __m256 *acc) {
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB, n_lines = (sb_bytes + 63) / 64;
