@@ -134,9 +134,9 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
 /* The int16 sums of the AVX2 kernels (packed_avx2_gemm.h: padd) stay exact only if no
  * step's sums pass 2^15. Random data never comes near that, so each type also gets rows
  * whose every weight takes its largest unsigned value (all quant bytes 0xFF; Q8_0 -128)
- * against activation rows of one sign throughout (all +1 and all -1: +-127, or -128 for
- * Q8_K's), where every product has the same sign and the largest magnitude: a form that
- * summed one step too many would saturate and differ from the contract. */
+ * against activation rows of one sign throughout (all +1 and all -1: every quant +-127),
+ * where every product has the same sign and the largest magnitude: a form that summed
+ * one step too many would saturate and differ from the contract. */
 static void extreme_row(uint32_t type, uint8_t *row, int64_t K) {
     const tokd_type_traits *tt = tokd_type_get(type);
     const size_t bb = tt->bytes;
