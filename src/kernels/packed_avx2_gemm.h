@@ -25,19 +25,14 @@ PK_TARGET INLINE __m256i PK_NAME(padd)(__m256i s, __m256i u, __m256i a) {
 /* int16 pair sums as int32 lanes (each the sum of its two halves), times 1. */
 PK_TARGET INLINE __m256i PK_NAME(pairs32)(__m256i p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
 
-/* Sums that the fully unrolled decode loops build step by step are pinned in registers
- * after each step (PK_PIN: an empty asm that takes them and gives them back), and loads
- * are kept within their step by a compiler barrier (PK_LOADS_HERE). Without them GCC 12
- * reassociated the integer chains into trees, hoisted a whole half's broadcasts and
- * products ahead of the sums, and spilled them: the Q4_K decode kept a 2.6 KB stack frame
- * and Q2_K's sums lived in memory. Neither changes an integer (the sums are exact). */
-#define PK_PIN(...) __asm__("" : PK_PIN_OPS(__VA_ARGS__))
-#define PK_PIN_OPS(...) PK_PIN_N(__VA_ARGS__, PK_PIN4, PK_PIN3, PK_PIN2, PK_PIN1)(__VA_ARGS__)
-#define PK_PIN_N(_1, _2, _3, _4, N, ...) N
-#define PK_PIN1(a) "+x"(a)
-#define PK_PIN2(a, b) "+x"(a), "+x"(b)
-#define PK_PIN3(a, b, c) "+x"(a), "+x"(b), "+x"(c)
-#define PK_PIN4(a, b, c, d) "+x"(a), "+x"(b), "+x"(c), "+x"(d)
+/* The two sums that the fully unrolled decode loops build step by step are pinned in
+ * registers after each step (PK_PIN: an empty asm that takes them and gives them back),
+ * and loads are kept within their step by a compiler barrier (PK_LOADS_HERE). Without
+ * them GCC 12 reassociated the integer chains into trees, hoisted a whole half's
+ * broadcasts and products ahead of the sums, and spilled them: the Q4_K decode kept a
+ * 2.6 KB stack frame and Q2_K's sums lived in memory. Neither changes an integer (the
+ * sums are exact). */
+#define PK_PIN(a, b) __asm__("" : "+x"(a), "+x"(b))
 #define PK_LOADS_HERE() __asm__ volatile("" ::: "memory")
 
 /* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
