@@ -317,6 +317,91 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
     PK_NAME(mins_fold)(R, 4, mp, isum, dx, dmx, ab, as, acc);
 }
 
+/* Q4_K against several activation rows with vpmaddubsw (the int16 form): both halves of
+ * the 16 rows per broadcast. A broadcast of four activation bytes costs about what the
+ * multiply it feeds does, and k4_half's pass over one half spends one on each multiply;
+ * here each feeds two, rows 0-7's and rows 8-15's vectors of the same weights. Per
+ * sub-block, group t's two vectors are unpacked and every activation row's broadcast
+ * goes into both halves' int16 sums (all eight steps of nibbles fit: padd): 2R
+ * registers, eight for four rows, beside the two vectors, the broadcast and the mask.
+ * The integers are k4_pair's (exact, in any order), and each half's float step is
+ * mins_fold's as in k4_half, once per super-block in super-block order: the same bits.
+ * One thread on a cached prefill tile, against the two passes of one half each: 1.27-1.40x
+ * (BENCHMARKS.md, twenty-third session). Q5_K keeps the two passes: its merges spilled
+ * here, and it ran 0.7x. */
+PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                             float *y, int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[2][MAX_R];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w + (size_t)b * Q4K_SB, *ab = act + (size_t)b * Q4K_ACT;
+        tokd_pk_kq_prefetch(wb, Q4K_SB, TOKD_PK_PF_DIST, R);
+        __m256i lo[2][2], hi[2][2]; /* each half's scales and mins (k4_scales) */
+        PK_NAME(k4_scales)(wb + 64, lo[0], hi[0]);
+        PK_NAME(k4_scales)(wb + 96, lo[1], hi[1]);
+        __m256i isum[2][MAX_R];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) isum[h][r] = _mm256_setzero_si256();
+        /* sub-block 2c + sub: the low nibbles of pair c's vectors, or the high; the pair
+           loop stays rolled (unrolled, the tile ran 1.3-1.7x slower: its code outgrew
+           what the core caches of it) */
+#pragma GCC unroll 1
+        for (int c = 0; c < 4; c++)
+#pragma GCC unroll 2
+            for (int sub = 0; sub < 2; sub++) {
+                const int j = 2 * c + sub;
+                PK_LOADS_HERE(); /* each pass loads its vectors: GCC kept 2c's on the stack for 2c + 1 */
+                __m256i scw[2];
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) {
+                    const __m256i sc = PK_NAME(k4_byte)(j < 4 ? lo[h][0] : hi[h][0], j & 3);
+                    scw[h] = _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16));
+                }
+                __m256i p[2][MAX_R];
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++) p[0][r] = p[1][r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int t = 0; t < 8; t++) {
+                    __m256i u[2];
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++) {
+                        const __m256i raw = _mm256_loadu_si256((const __m256i *)(wb + 256 + 32 * h + 64 * (8 * c + t)));
+                        u[h] = _mm256_and_si256(sub ? _mm256_srli_epi16(raw, 4) : raw, m4);
+                    }
+#pragma GCC unroll 4
+                    for (int r = 0; r < R; r++) {
+                        const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 64 * c + 32 * sub + 4 * t));
+                        p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
+                        p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
+                        PK_PIN(p[0][r], p[1][r]);
+                    }
+                }
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++) /* the int16 sums times the scales, into isum */
+#pragma GCC unroll 4
+                    for (int r = 0; r < R; r++) isum[h][r] = _mm256_add_epi32(isum[h][r], _mm256_madd_epi16(p[h][r], scw[h]));
+            }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256i mp[4] = {PK_NAME(k4_pair16)(lo[h][1], 0), PK_NAME(k4_pair16)(lo[h][1], 2),
+                                   PK_NAME(k4_pair16)(hi[h][1], 0), PK_NAME(k4_pair16)(hi[h][1], 2)};
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 16 * h)));
+            const __m256 dmx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(wb + 32 + 16 * h)));
+            PK_NAME(mins_fold)(R, 4, mp, isum[h], dx, dmx, ab, as, acc[h]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+}
+
 /* Several activation rows: one half of the rows at a time over the whole group (three
  * registers a row), the first pass streaming the group and the second finding it in
  * cache. Decode (one row): both halves of each super-block as it arrives, so that the
@@ -339,6 +424,10 @@ PK_TARGET INLINE void PK_NAME(k4_tile)(int q5, int64_t nb, const uint8_t *w, con
         }
         _mm256_storeu_ps(y, acc[0]);
         _mm256_storeu_ps(y + 8, acc[1]);
+        return;
+    }
+    if (!PK_VNNI && !q5) {
+        PK_NAME(q4k_rows_tile)(nb, w, act, as, R, y, ldy);
         return;
     }
     for (int h = 0; h < 2; h++) {
