@@ -328,7 +328,10 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
  * mins_fold's as in k4_half, once per super-block in super-block order: the same bits.
  * One thread on a cached prefill tile, against the two passes of one half each: 1.27-1.40x
  * (BENCHMARKS.md, twenty-third session). Q5_K keeps the two passes: its merges spilled
- * here, and it ran 0.7x. */
+ * here, and it ran 0.7x. No software prefetch: a prefill chunk's groups stay in L2 for
+ * all its activation rows, and the hardware prefetcher brings them in for the first;
+ * without the super-block's prefetch, whole Q4_K_M prefills ran 1.04-1.08x faster
+ * (alternated in one process, medians of 5-9 rounds). */
 PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                              float *y, int64_t ldy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -339,7 +342,6 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
         for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *wb = w + (size_t)b * Q4K_SB, *ab = act + (size_t)b * Q4K_ACT;
-        tokd_pk_kq_prefetch(wb, Q4K_SB, TOKD_PK_PF_DIST, R);
         __m256i lo[2][2], hi[2][2]; /* each half's scales and mins (k4_scales) */
         PK_NAME(k4_scales)(wb + 64, lo[0], hi[0]);
         PK_NAME(k4_scales)(wb + 96, lo[1], hi[1]);
@@ -576,13 +578,11 @@ PK_TARGET INLINE __m256i PK_NAME(k16_corr_term)(int kind, const uint8_t *sc, con
     }
     return _mm256_slli_epi32(t, log2_bias);
 }
-/* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R); pf (the pass
- * that streams the group): prefetch the super-block's lines TOKD_PK_PF_DIST ahead, all
- * at once (packed.h, tokd_pk_kq_prefetch). */
-PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
-                                        const uint8_t *act, size_t as, int R, __m256 *acc) {
-    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
-    if (pf) tokd_pk_kq_prefetch(w + (size_t)b * sb_bytes, sb_bytes, TOKD_PK_PF_DIST, R);
+/* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R). No software
+ * prefetch, as q4k_rows_tile: without it whole Q4_K_M prefills (Q6_K's share) ran 1.03x
+ * (alternated in one process, median of 9 rounds; BENCHMARKS.md, twenty-third session). */
+PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int64_t b, int64_t nb, const uint8_t *w, const uint8_t *act,
+                                        size_t as, int R, __m256 *acc) {
     const uint8_t *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
     PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
     const uint8_t *q = sc + 256 + 32 * h;
@@ -672,7 +672,7 @@ PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, 
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_half)(kind, h, h == 0, b, nb, w, act, as, R, acc);
+        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_half)(kind, h, b, nb, w, act, as, R, acc);
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
@@ -703,10 +703,8 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * Q8_0_BLOCK_BYTES; /* the block's share of the group's bytes */
         const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
-        if (R > 1)
-            for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
-                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
-        else { /* decode: as Q4_0's (packed.h, TOKD_PK_AVX2_DECODE_LINE_PF) */
+        if (R == 1) { /* decode: as Q4_0's (packed.h, TOKD_PK_AVX2_DECODE_LINE_PF); prefill: no
+                         software prefetch (whole Q8_0 prefills 1.06x without; k16_half) */
             tokd_page_prime(lin, Q8_0_BLOCK_BYTES);
             for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
                 _mm_prefetch((const char *)lin + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
