@@ -134,9 +134,68 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
     }
 }
+/* Q4_0 against several activation rows with vpmaddubsw: both halves of the 16 rows per
+ * broadcast, as q4k_rows_tile. Per block, k-group g's two vectors (rows 0-7 and 8-15:
+ * the low nibbles of vector g, or the high of vector g - 4) are unpacked and each
+ * activation row's broadcast goes into both halves' int16 sums, all eight steps (padd):
+ * 2R registers. Each sum then takes pairs32 and the block's correction, and the float
+ * step out = fmaf(dx * dy, (float)isum, out), in block order: the integers and the
+ * floats of q4_5_0_tile, the same bits. No software prefetch (q4k_rows_tile). */
+PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                              float *y, int64_t ldy) {
+    __m256 acc[2][MAX_R];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *sc = w + tokd_pk_scales_at(b, BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, BLOCK_BYTES);
+        const uint8_t *ab = act + (size_t)b * 32;
+        __m256i p[2][MAX_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) p[0][r] = p[1][r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            if (g == 4) PK_LOADS_HERE(); /* the high nibbles load their vectors again, not from the stack */
+            __m256i u[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * (g & 3) + 32 * h));
+                u[h] = _mm256_and_si256(g < 4 ? v : _mm256_srli_epi16(v, 4), m4);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
+                p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
+                p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
+                PK_PIN(p[0][r], p[1][r]);
+            }
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as;
+                const __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, PK_NAME(pairs32)(p[h][r]))), acc[h][r]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+}
 PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                           int64_t ldy) {
-    PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, y, ldy);
+    if (!PK_VNNI && R > 1)
+        PK_NAME(q4_0_rows_tile)(nb, w, act, as, R, y, ldy);
+    else
+        PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, y, ldy);
 }
 PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                          int64_t ldy) {
