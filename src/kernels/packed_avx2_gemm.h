@@ -17,8 +17,10 @@ PK_TARGET INLINE __m256i PK_NAME(dp4)(__m256i s, __m256i u, __m256i a) {
  * (padd: s + the pair sums). Each caller bounds its own sums below 2^15: the activations
  * are -127..127 (act_quant.c), so a pair of products of weights 0..15 is at most 3810 in
  * magnitude and eight such sums 30480; weights 0..31 allow four, 0..63 two. On the CPUs
- * this form is for, both multiplies share one port (AMD Zen 2/3: FP0), so halving the
- * vpmaddwd halves a kernel's multiplies: the AVX-VNNI form keeps dp4's one instruction. */
+ * this form is for, both multiplies issue to the same pipes (on the AVX2-only Zen 3,
+ * twelve independent vpmaddubsw, or vpmaddwd, or the two mixed, run 1.6-2 a cycle a
+ * core), so halving the vpmaddwd halves a kernel's multiplies: the AVX-VNNI form keeps
+ * dp4's one instruction. */
 PK_TARGET INLINE __m256i PK_NAME(padd)(__m256i s, __m256i u, __m256i a) {
     return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, a));
 }
