@@ -756,8 +756,62 @@ PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint
  * activation with w's sign (vpsignb): |w| * sign(a, w) = w * a, and two such products
  * stay within int16 (2 * 128 * 127 < 2^15), so the sum is exact and the corrections are
  * 0. Numerics: packed.h's contract, out = fmaf(dx * dy, (float)isum, out) per block. */
+/* Q8_0 against several activation rows: both halves of the 16 rows per broadcast, as
+ * q4_0_rows_tile. Each of a block's eight steps loads the two halves' vectors, and each
+ * activation row's broadcast takes each half's signs (vpsignb) into that half's int32
+ * sum: 2R registers. The integers are q8_0_tile's (exact, in any order), the float step
+ * out = fmaf(dx * dy, (float)isum, out) in block order: the same bits. */
+PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                              float *y, int64_t ldy) {
+    __m256 acc[2][MAX_R];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    const size_t dy_off = (size_t)nb * 32;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
+        __m256i s[2][MAX_R];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) s[0][r] = s[1][r] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) {
+            __m256i v[2], u[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                v[h] = _mm256_loadu_si256((const __m256i *)(qv + 64 * g + 32 * h));
+                u[h] = _mm256_sign_epi8(v[h], v[h]);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(act + (size_t)r * as + b * 32 + 4 * g));
+                s[0][r] = PK_NAME(dp4)(s[0][r], u[0], _mm256_sign_epi8(a, v[0]));
+                s[1][r] = PK_NAME(dp4)(s[1][r], u[1], _mm256_sign_epi8(a, v[1]));
+                PK_PIN(s[0][r], s[1][r]);
+            }
+            PK_LOADS_HERE(); /* each step's vectors loaded in it */
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
+                acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s[h][r]), acc[h][r]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+}
 PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                          int64_t ldy) {
+    if (!PK_VNNI && R > 1) {
+        PK_NAME(q8_0_rows_tile)(nb, w, act, as, R, y, ldy);
+        return;
+    }
     __m256 acc[MAX_R][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     const size_t dy_off = (size_t)nb * 32;
