@@ -136,6 +136,21 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
         _mm256_storeu_ps(y + r * ldy + 8, acc[r][1]);
     }
 }
+/* The rows tiles' float sums (q4_0_rows_tile, q8_0_rows_tile, q4k_rows_tile): acc[h][r]
+ * for rows 8h..8h+7 and activation row r, zeroed, and stored to y[r * ldy + 8h ..]. */
+PK_TARGET INLINE void PK_NAME(rows_zero)(int R, __m256 acc[2][MAX_R]) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+}
+PK_TARGET INLINE void PK_NAME(rows_store)(int R, __m256 acc[2][MAX_R], float *y, int64_t ldy) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+}
+
 /* Q4_0 against several activation rows with vpmaddubsw: both halves of the 16 rows per
  * broadcast, as q4k_rows_tile. Per block, k-group g's two vectors (rows 0-7 and 8-15:
  * the low nibbles of vector g, or the high of vector g - 4) are unpacked and each
@@ -146,10 +161,7 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
 PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                               float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
@@ -187,10 +199,7 @@ PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, cons
             }
         }
     }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+    PK_NAME(rows_store)(R, acc, y, ldy);
 }
 PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                           int64_t ldy) {
@@ -397,10 +406,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
                                              float *y, int64_t ldy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[2][MAX_R];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    PK_NAME(rows_zero)(R, acc);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *wb = w + (size_t)b * Q4K_SB, *ab = act + (size_t)b * Q4K_ACT;
         __m256i lo[2][2], hi[2][2]; /* each half's scales and mins (k4_scales) */
@@ -459,10 +465,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
             PK_NAME(mins_fold)(R, 4, mp, isum[h], dx, dmx, ab, as, acc[h]);
         }
     }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+    PK_NAME(rows_store)(R, acc, y, ldy);
 }
 
 /* Several activation rows: one half of the rows at a time over the whole group (three
@@ -764,10 +767,7 @@ PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint
 PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
                                               float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) acc[h][r] = _mm256_setzero_ps();
+    PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
@@ -801,10 +801,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, cons
             }
         }
     }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
+    PK_NAME(rows_store)(R, acc, y, ldy);
 }
 PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                          int64_t ldy) {
