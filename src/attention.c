@@ -252,22 +252,21 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
     return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* The 8 dot products of qh (NV vectors) with the key rows k, k + HD, ..., in key order:
- * F16 rows of the cache (dot8_NV) or the same rows converted to F32 beforehand (dot8f_NV,
- * the same floats: the conversion is exact). Pairing keys j and j + 4 in fold4_256
- * leaves key j in lane j after fold1_256 (chunk 0 ends [0 1 2 3], chunk 1 [4 5 6 7]): no
- * permutation. */
-#define DOT8_AS(NAME, T, LOAD, NV)                                                                     \
-    TGT256 INLINE __m256 NAME(const T *k, const __m256 *qv) {                                          \
+/* The 8 dot products of qh (NV vectors) with the key rows k, k + HD, ..., in key order,
+ * converted to F32 beforehand (the cache's F16 values exactly). Pairing keys j and j + 4
+ * in fold4_256 leaves key j in lane j after fold1_256 (chunk 0 ends [0 1 2 3], chunk 1
+ * [4 5 6 7]): no permutation. */
+#define DOT8(NV)                                                                                       \
+    TGT256 INLINE __m256 dot8_##NV(const float *k, const __m256 *qv) {                                 \
         __m256 r8[8];                                                                                  \
         for (int j = 0; j < 8; j++) {                                                                  \
-            const T *kr = k + (size_t)j * 8 * NV;                                                      \
+            const float *kr = k + (size_t)j * 8 * NV;                                                  \
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                \
             for (int c = 0; c < NV; c += 4) {                                                          \
-                a0 = _mm256_fmadd_ps(LOAD(kr + 8 * c), qv[c], a0);                                     \
-                a1 = _mm256_fmadd_ps(LOAD(kr + 8 * c + 8), qv[c + 1], a1);                             \
-                a2 = _mm256_fmadd_ps(LOAD(kr + 8 * c + 16), qv[c + 2], a2);                            \
-                a3 = _mm256_fmadd_ps(LOAD(kr + 8 * c + 24), qv[c + 3], a3);                            \
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                          \
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                  \
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                 \
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                 \
             }                                                                                          \
             r8[j] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                       \
         }                                                                                              \
@@ -275,7 +274,6 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
         for (int j = 0; j < 4; j++) r4[j] = fold4_256(r8[j], r8[j + 4]);                               \
         return fold1_256(fold2_256(r4[0], r4[1]), fold2_256(r4[2], r4[3]));                            \
     }
-#define DOT8(NV) DOT8_AS(dot8_##NV, uint16_t, load_h8, NV) DOT8_AS(dot8f_##NV, float, _mm256_loadu_ps, NV)
 
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
  * of p[h * n_pad + t] * V row t, in key order. With 16 vector registers a tile of HC
@@ -318,7 +316,7 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
     for (int c = 0; c < nv; c++)
         qv[c] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qh + 8 * c), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-/* Query heads whose scores the AVX2 path computes together (more take one at a time). */
+/* Query heads whose scores the AVX2 path computes together (a larger group goes in batches). */
 #define QK_HEADS 16
 
 /* attn_512_NV 8 keys at a time (a page is a multiple of 8 positions). Keys past n_keys
@@ -336,69 +334,56 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
         const int32_t bs = kv->block_size;                                                             \
         const int32_t n_pad = (n_keys + 15) & ~15, n_pad8 = (n_keys + 7) & ~7;                         \
         const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)HD));                                  \
-        /* scores: up to QK_HEADS heads at once, each group of 8 key rows converted to F32 once \
-           for all of them, then each head's dot8 as alone (the same floats, the same order) */ \
-        __m256 mvs[QK_HEADS];                                                                          \
-        if (group <= QK_HEADS) {                                                                       \
-            __m256 qvs[QK_HEADS][NV];                                                                  \
+        /* QK_HEADS heads at a time: each group of 8 key rows converted to F32 once for all of         \
+           them, then each head's dot8 as if alone (the same floats, the same order) */                \
+        for (int32_t g0 = 0; g0 < group; g0 += QK_HEADS) {                                             \
+            const int32_t hn = group - g0 < QK_HEADS ? group - g0 : QK_HEADS;                          \
+            __m256 qvs[QK_HEADS][NV], mvs[QK_HEADS];                                                   \
             _Alignas(32) float kf[8 * HD];                                                             \
-            for (int32_t g = 0; g < group; g++) {                                                      \
-                qk_query_256(q + (size_t)g * HD, NV, qvs[g]);                                          \
+            for (int32_t g = 0; g < hn; g++) {                                                         \
+                qk_query_256(q + (size_t)(g0 + g) * HD, NV, qvs[g]);                                   \
                 mvs[g] = _mm256_set1_ps(-INFINITY);                                                    \
             }                                                                                          \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD;\
                 for (int i = 0; i < HD; i++) _mm256_store_ps(kf + 8 * i, load_h8(k + 8 * i));          \
                 const __m256 valid = valid8(n_keys, t0);                                               \
-                for (int32_t g = 0; g < group; g++) {                                                  \
-                    __m256 sc = _mm256_mul_ps(dot8f_##NV(kf, qvs[g]), scale);                          \
-                    mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(sc, mvs[g]), valid);               \
-                    _mm256_storeu_ps(scratch + (size_t)g * n_pad + t0, sc);                            \
-                }                                                                                      \
-            }                                                                                          \
-        }                                                                                              \
-        for (int32_t g = 0; g < group; g++) {                                                          \
-            float *s = scratch + (size_t)g * n_pad;                                                    \
-            __m256 mv;                                                                                 \
-            if (group <= QK_HEADS) {                                                                   \
-                mv = mvs[g];                                                                           \
-            } else {                                                                                   \
-                __m256 qv[NV];                                                                         \
-                qk_query_256(q + (size_t)g * HD, NV, qv);                                              \
-                mv = _mm256_set1_ps(-INFINITY);                                                        \
-                for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                           \
-                    const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
-                    __m256 sc = _mm256_mul_ps(dot8_##NV(k, qv), scale);                                \
+                for (int32_t g = 0; g < hn; g++) {                                                     \
+                    __m256 sc = _mm256_mul_ps(dot8_##NV(kf, qvs[g]), scale);                           \
                     /* max(sc, m) is sc > m ? sc : m, the statement's update (NaN scores skipped) */   \
-                    mv = _mm256_blendv_ps(mv, _mm256_max_ps(sc, mv), valid8(n_keys, t0));              \
-                    _mm256_storeu_ps(s + t0, sc);                                                      \
+                    mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(sc, mvs[g]), valid);               \
+                    _mm256_storeu_ps(scratch + (size_t)(g0 + g) * n_pad + t0, sc);                     \
                 }                                                                                      \
             }                                                                                          \
-            if (n_pad8 < n_pad) _mm256_storeu_ps(s + n_pad8, _mm256_setzero_ps());                     \
-            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));          \
-            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));                                                \
-            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));                                                  \
-            const __m256 m = _mm256_broadcastss_ps(m4);                                                \
-            __m256d d0 = _mm256_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;                               \
-            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
-                __m256 e0 = _mm256_and_ps(valid8(n_keys, t0),                                          \
-                                          tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0), m)));   \
-                __m256 e1 = _mm256_and_ps(valid8(n_keys, t0 + 8),                                      \
-                                          tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0 + 8), m))); \
-                _mm256_storeu_ps(s + t0, e0);                                                          \
-                _mm256_storeu_ps(s + t0 + 8, e1);                                                      \
-                d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));                   \
-                d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));                 \
-                d2 = _mm256_add_pd(d2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));                   \
-                d3 = _mm256_add_pd(d3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));                 \
-            }                                                                                          \
-            __m256d s4 = _mm256_add_pd(_mm256_add_pd(d0, d2), _mm256_add_pd(d1, d3));                  \
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));         \
-            double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                       \
-            const __m256 iv = _mm256_set1_ps((float)(1.0 / sum));                                      \
-            for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
-                __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + t0), iv);                                \
-                _mm256_storeu_ps(s + t0, _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+            for (int32_t g = 0; g < hn; g++) {                                                         \
+                float *s = scratch + (size_t)(g0 + g) * n_pad;                                         \
+                const __m256 mv = mvs[g];                                                              \
+                if (n_pad8 < n_pad) _mm256_storeu_ps(s + n_pad8, _mm256_setzero_ps());                 \
+                __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));      \
+                m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));                                            \
+                m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));                                              \
+                const __m256 m = _mm256_broadcastss_ps(m4);                                            \
+                __m256d d0 = _mm256_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;                           \
+                for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                          \
+                    __m256 e0 = _mm256_and_ps(valid8(n_keys, t0),                                      \
+                                              tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0), m))); \
+                    __m256 e1 = _mm256_and_ps(valid8(n_keys, t0 + 8),                                  \
+                                              tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0 + 8), m))); \
+                    _mm256_storeu_ps(s + t0, e0);                                                      \
+                    _mm256_storeu_ps(s + t0 + 8, e1);                                                  \
+                    d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));               \
+                    d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));             \
+                    d2 = _mm256_add_pd(d2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));               \
+                    d3 = _mm256_add_pd(d3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));             \
+                }                                                                                      \
+                __m256d s4 = _mm256_add_pd(_mm256_add_pd(d0, d2), _mm256_add_pd(d1, d3));              \
+                __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));     \
+                double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                   \
+                const __m256 iv = _mm256_set1_ps((float)(1.0 / sum));                                  \
+                for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                           \
+                    __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + t0), iv);                            \
+                    _mm256_storeu_ps(s + t0, _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+                }                                                                                      \
             }                                                                                          \
         }                                                                                              \
         for (int32_t g0 = 0; g0 < group; g0 += HC) {                                                   \
