@@ -255,24 +255,33 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
 /* The 8 dot products of qh (NV vectors) with the key rows k, k + HD, ..., in key order,
  * converted to F32 beforehand (the cache's F16 values exactly). Pairing keys j and j + 4
  * in fold4_256 leaves key j in lane j after fold1_256 (chunk 0 ends [0 1 2 3], chunk 1
- * [4 5 6 7]): no permutation. */
+ * [4 5 6 7]): no permutation. Each pair is folded as soon as its two rows are summed, so
+ * that at most a few row vectors are live beside the query's NV: with all eight rows
+ * summed first (NV = 8: 8 + 8 + 4 registers) GCC kept them on the stack. The same folds
+ * of the same sums, so the same bits; one KV head of 8 query heads at 100-512 keys, hd
+ * 64, alternated in one process: 1.08-1.16x (hd 32 1.18x, hd 128 1.00x; BENCHMARKS.md,
+ * twenty-fourth session). */
 #define DOT8(NV)                                                                                       \
-    TGT256 INLINE __m256 dot8_##NV(const float *k, const __m256 *qv) {                                 \
-        __m256 r8[8];                                                                                  \
-        for (int j = 0; j < 8; j++) {                                                                  \
-            const float *kr = k + (size_t)j * 8 * NV;                                                  \
-            __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                \
-            for (int c = 0; c < NV; c += 4) {                                                          \
-                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                          \
-                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                  \
-                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                 \
-                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                 \
-            }                                                                                          \
-            r8[j] = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                       \
+    TGT256 INLINE __m256 dot8_row_##NV(const float *kr, const __m256 *qv) {                            \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
+        for (int c = 0; c < NV; c += 4) {                                                              \
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                              \
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                      \
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                     \
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                     \
         }                                                                                              \
-        __m256 r4[4];                                                                                  \
-        for (int j = 0; j < 4; j++) r4[j] = fold4_256(r8[j], r8[j + 4]);                               \
-        return fold1_256(fold2_256(r4[0], r4[1]), fold2_256(r4[2], r4[3]));                            \
+        return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                            \
+    }                                                                                                  \
+    TGT256 INLINE __m256 dot8_##NV(const float *k, const __m256 *qv) {                                 \
+        __m256 f[2];                                                                                   \
+        for (int i = 0; i < 2; i++) {                                                                  \
+            const __m256 r4a = fold4_256(dot8_row_##NV(k + (size_t)(2 * i) * 8 * NV, qv),              \
+                                         dot8_row_##NV(k + (size_t)(2 * i + 4) * 8 * NV, qv));         \
+            const __m256 r4b = fold4_256(dot8_row_##NV(k + (size_t)(2 * i + 1) * 8 * NV, qv),          \
+                                         dot8_row_##NV(k + (size_t)(2 * i + 5) * 8 * NV, qv));         \
+            f[i] = fold2_256(r4a, r4b);                                                                \
+        }                                                                                              \
+        return fold1_256(f[0], f[1]);                                                                  \
     }
 
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
