@@ -260,8 +260,8 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
  * summed first (NV = 8: 8 + 8 + 4 registers) GCC kept them on the stack. The same folds
  * of the same sums, so the same bits. One KV head of 8 query heads, the two forms
  * alternated in one process, each measured in both link positions (the position alone
- * moved one-head calls by 1.3x): hd 64 at 100-512 keys 1.03-1.08x, hd 32 1.13x, hd 128
- * 1.01x, one query head 1.04x (BENCHMARKS.md, twenty-fourth session). */
+ * moved one-head calls by 1.2-1.4x): hd 64 at 100-512 keys 1.03-1.08x, hd 32 1.13x,
+ * hd 128 1.01x, one query head 1.00-1.04x (BENCHMARKS.md, twenty-fourth session). */
 #define DOT8(NV)                                                                                       \
     TGT256 INLINE __m256 dot8_row_##NV(const float *kr, const __m256 *qv) {                            \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
