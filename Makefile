@@ -18,7 +18,14 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  ?=
 WFLAGS  := -Wall -Wextra -Werror -Wno-unused-parameter
-BASEFLAGS := -std=c17 -D_GNU_SOURCE -g -Iinclude -Isrc $(WFLAGS) $(OPT) $(SAN) -pthread -MMD -MP
+# Code placement: every function at a 64-byte line and every loop at 32 bytes, so that a
+# kernel's speed does not depend on where the link happens to put it. Without it, the
+# AVX2 attention (one KV head, 256 keys, hd 64) ran 1.1x slower for 2 to 8 query heads
+# and 1.2-1.4x for one, depending only on the size of the code linked before it;
+# with it, both placements ran at the faster speed, and the packed kernels read the same
+# (BENCHMARKS.md, twenty-fourth session).
+ALIGN   := -falign-functions=64 -falign-loops=32
+BASEFLAGS := -std=c17 -D_GNU_SOURCE -g -Iinclude -Isrc $(WFLAGS) $(OPT) $(ALIGN) $(SAN) -pthread -MMD -MP
 LIBS    := -lpcre2-8 -lmicrohttpd -lcjson -lm -lpthread
 
 LIB_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
