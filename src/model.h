@@ -31,7 +31,7 @@ struct tokd_model {
     char name[128];
     tokd_matrix tok_embd;          /* n_vocab rows of n_embd */
     float *output_norm;
-    tokd_matrix output;            /* == tok_embd when tied */
+    tokd_matrix output;            /* tied: tok_embd's rows, packed for products as any matrix (model.c) */
     bool tied_output;
     tokd_layer *layers;
     uint64_t weight_bytes;

@@ -2,7 +2,8 @@
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
- * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K and Q5_0 files quantized here) and both RoPE styles.
+ * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K and Q5_0 files quantized here), both RoPE styles,
+ * and a tied output matrix (tiny-qwen2-Q8_0).
  * Those four types have packed forms on the AVX-512 VNNI path and the AVX2 one (also
  * under TOKD_KERNELS=avx2), and their matrices must be packed there, unpacked on the
  * scalar path. For the K-quants packing changes no bit: those files give the same logits
@@ -132,6 +133,49 @@ static void check_model(const char *file) {
     tokd_model_free(m);
 }
 
+/* A tied output matrix (tiny-qwen2-Q8_0: the embedding table's rows) is packed for the
+ * products where its type has a packed form, into the arena's end like an untied output,
+ * and the lookups read the same rows from the file's mapping: no second copy of the
+ * table. Its logits then follow the packed summation order (within rounding of the
+ * unpacked ones), and check_model covers its batch invariance. */
+static void check_tied_output(int packs, const char *path) {
+    char file[512];
+    snprintf(file, sizeof file, "%s/models/tiny-qwen2-Q8_0.gguf", t_shared());
+    tokd_err err;
+    tokd_model *packed = tokd_model_load(file, &err);
+    setenv("TOKD_REPACK", "0", 1);
+    tokd_model *plain = tokd_model_load(file, &err);
+    unsetenv("TOKD_REPACK");
+    CHECK(packed && plain && packed->tied_output, "load the tied tiny-qwen2-Q8_0 twice");
+    if (!packed || !plain) return;
+    const tokd_matrix *out = &packed->output;
+    const size_t embd_bytes = packed->tok_embd.row_bytes * (size_t)packed->tok_embd.n_out;
+    CHECK((out->pk != NULL) == packs && plain->output.pk == NULL && out->data == packed->tok_embd.data,
+          "tied output %s on the %s path, its rows the embedding table's", packs ? "packed" : "unpacked", path);
+    if (packs) {
+        const uint8_t *arena = packed->packed, *end = arena + packed->packed_bytes, *p = out->packed;
+        const size_t len = out->group_bytes * (size_t)(out->n_out / out->pk->group_rows);
+        const uint8_t *rows = packed->tok_embd.data;
+        CHECK(p >= arena && p + len <= end && end - (p + len) < 64 && (rows + embd_bytes <= arena || rows >= end),
+              "tied output packed last in the arena, the embedding rows outside it (no second copy)");
+    }
+    CHECK(memcmp(packed->tok_embd.data, plain->tok_embd.data, embd_bytes) == 0, "tied embedding rows as the file has them");
+    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
+    float *a = malloc(bytes), *b = malloc(bytes);
+    CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0, "tied output: run");
+    double worst = 0, top = 0;
+    for (size_t k = 0; k < bytes / sizeof(float); k++) {
+        double d = fabs((double)a[k] - b[k]);
+        worst = d > worst ? d : worst;
+        top = fabs(b[k]) > top ? fabs(b[k]) : top;
+    }
+    CHECK(worst <= 0.02 * top, "tied output: packed logits within %.2g of unpacked (max |logit| %.3g)", worst, top);
+    free(a);
+    free(b);
+    tokd_model_free(packed);
+    tokd_model_free(plain);
+}
+
 int main(void) {
     uint64_t rng = 88172645463325252ull; /* t_rand.h state */
     for (int s = 0; s < N_SEQ; s++)
@@ -139,7 +183,7 @@ int main(void) {
     tokens[0][0] = tokens[1][0] = tokens[2][0] = tokens[3][0] = 1; /* BOS */
     const char *models[] = {"tiny-llama-f32.gguf", "stories260K.gguf", "tiny-llama-F16.gguf", "tiny-llama-BF16.gguf",
                             "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
-                            "tiny-qwen2-F16.gguf"};
+                            "tiny-qwen2-F16.gguf", "tiny-qwen2-Q8_0.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
 
     /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0): batch invariance, and the
@@ -159,6 +203,7 @@ int main(void) {
     const tokd_cpu_features *cpu = tokd_cpu();
     const char *path = tokd_kernels_path();
     const int packs = (!strcmp(path, "avx2") || !strcmp(path, "avx512")) && cpu->avx2 && cpu->fma && cpu->f16c;
+    check_tied_output(packs, path);
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
         const char *name = quantized[i].name;
         snprintf(qf, sizeof qf, "%s/%s.gguf", dir, name);
