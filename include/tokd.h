@@ -37,6 +37,7 @@ typedef struct {
     int32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
     float rope_freq_base, rope_freq_scale, norm_eps;
     bool rope_neox, tied_output;
+    bool rope_freq_factors; /* per-pair frequency divisors (rope_freqs.weight) */
     uint64_t weight_bytes;  /* bytes of all tensors */
 } tokd_model_info;
 void tokd_model_get_info(const tokd_model *m, tokd_model_info *info);

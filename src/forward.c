@@ -317,7 +317,8 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         for (size_t o = 0; o < m->tok_embd.row_bytes; o += 64) __builtin_prefetch(row + o, 0, 3);
     }
     for (int32_t i = 0; i < n; i++)
-        tokd_rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale);
+        tokd_rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
+                        m->rope_freqs);
     for (int32_t i = 0; i < n; i++)
         m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes,
                                  c->x + (size_t)i * E, E);

@@ -170,6 +170,13 @@ static int bind_weights(tokd_model *m, tokd_err *err) {
     m->hp.n_vocab = (int32_t)emb->ne[1];
     if (bind_matrix(m, "token_embd.weight", E, hp->n_vocab, &m->tok_embd, err)) return -1;
     if (load_vector(m, "output_norm.weight", E, false, &m->output_norm, err)) return -1;
+    /* Llama 3.1 and later: the converter turns rope_scaling (type "llama3") into one
+       divisor per rotated pair, which the reference's RoPE applies to each angle */
+    if (load_vector(m, "rope_freqs.weight", hp->n_rot / 2, true, &m->rope_freqs, err)) return -1;
+    for (int32_t i = 0; m->rope_freqs && i < hp->n_rot / 2; i++)
+        if (!(m->rope_freqs[i] > 0.0f && m->rope_freqs[i] < INFINITY))
+            return tokd_seterr(err, "rope_freqs.weight[%d] = %g: RoPE frequency factors must be positive and finite", i,
+                               m->rope_freqs[i]);
     if (gguf_find_tensor(m->gguf, "output.weight")) {
         if (bind_matrix(m, "output.weight", E, hp->n_vocab, &m->output, err)) return -1;
     } else {
@@ -293,6 +300,7 @@ void tokd_model_free(tokd_model *m) {
         free(m->layers);
     }
     free(m->output_norm);
+    free(m->rope_freqs);
     tokd_tokenizer_free(m->tok);
     gguf_close(m->gguf);
     free(m);
@@ -337,6 +345,7 @@ void tokd_model_get_info(const tokd_model *m, tokd_model_info *info) {
     info->rope_freq_scale = hp->rope_freq_scale;
     info->norm_eps = hp->norm_eps;
     info->rope_neox = hp->rope_neox;
+    info->rope_freq_factors = m->rope_freqs != NULL;
     info->tied_output = m->tied_output;
     info->weight_bytes = m->weight_bytes;
 }

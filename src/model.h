@@ -34,6 +34,7 @@ struct tokd_model {
     tokd_matrix output;            /* tied: tok_embd's rows, packed for products as any matrix (model.c) */
     bool tied_output;
     tokd_layer *layers;
+    float *rope_freqs;   /* n_rot/2 RoPE frequency divisors (rope_freqs.weight), or NULL */
     uint64_t weight_bytes;
     void *packed;        /* every matrix's packed copy (model.c: pack_weights), or NULL */
     size_t packed_bytes; /* its length, for tokd_huge_free */

@@ -8,11 +8,11 @@
 
 #define MAX_ROT 1024 /* the SIMD loop's expanded table; wider rotations take the scalar one */
 
-void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale) {
+void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale, const float *freq_factors) {
     float theta_scale = powf(freq_base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int32_t i = 0; i < n_rot / 2; i++) {
-        float t = theta * freq_scale;
+        float t = (freq_factors ? theta / freq_factors[i] : theta) * freq_scale;
         cs[2 * i] = cosf(t);
         cs[2 * i + 1] = sinf(t);
         theta *= theta_scale;

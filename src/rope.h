@@ -13,9 +13,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* cs[2i], cs[2i+1] = cos, sin of pos * freq_scale * freq_base^(-2i/n_rot) for i < n_rot/2,
- * the angle advanced by repeated multiplication as the reference implementation does. */
-void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale);
+/* cs[2i], cs[2i+1] = cos, sin of (pos * freq_base^(-2i/n_rot) / freq_factors[i]) *
+ * freq_scale for i < n_rot/2, the angle pos * freq_base^(-2i/n_rot) advanced by repeated
+ * multiplication and then divided and scaled, as the reference implementation does.
+ * freq_factors: the model's per-pair divisors (rope_freqs.weight: Llama 3.1 and later
+ * stretch the low frequencies), or NULL for none; factors of 1 give NULL's bits. */
+void tokd_rope_table(float *cs, int32_t pos, int32_t n_rot, float freq_base, float freq_scale, const float *freq_factors);
 
 /* Rotate the first n_rot dims of each of n_heads heads (head_dim apart) of x by the
  * table cs. */

@@ -12,15 +12,20 @@
 #include "quantize.h"
 
 static const tokd_synth_shape shapes[] = {
-    /* name, arch, embd, layers, heads, kv heads, ffn, vocab, ctx, rope base, eps, bias, tied, vocab file */
-    {"tiny", "llama", 256, 2, 4, 2, 512, 512, 2048, 10000.0f, 1e-5f, false, false, "models/stories260K.gguf"},
-    {"tiny-qwen2", "qwen2", 256, 2, 4, 2, 512, 512, 2048, 1000000.0f, 1e-6f, true, true, "models/stories260K.gguf"},
+    /* name, arch, embd, layers, heads, kv heads, ffn, vocab, ctx, rope base, eps, bias, tied, vocab file,
+       Llama 3 RoPE scaling: factor, low and high frequency factors, original context */
+    {"tiny", "llama", 256, 2, 4, 2, 512, 512, 2048, 10000.0f, 1e-5f, false, false, "models/stories260K.gguf",
+     0, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 256, 2, 4, 2, 512, 512, 2048, 1000000.0f, 1e-6f, true, true, "models/stories260K.gguf",
+     0, 0, 0, 0},
+    {"tiny-llama3", "llama", 256, 2, 4, 2, 512, 512, 2048, 500000.0f, 1e-5f, false, true, "models/stories260K.gguf",
+     32.0f, 1.0f, 4.0f, 8192},
     {"tinyllama-1.1b", "llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false,
-     "vocab/ggml-vocab-llama-spm.gguf"},
-    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, false, true,
-     "vocab/ggml-vocab-gpt-2.gguf"},
+     "vocab/ggml-vocab-llama-spm.gguf", 0, 0, 0, 0},
+    {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, false, true,
+     "vocab/ggml-vocab-gpt-2.gguf", 32.0f, 1.0f, 4.0f, 8192},
     {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true,
-     "vocab/ggml-vocab-gpt-2.gguf"},
+     "vocab/ggml-vocab-gpt-2.gguf", 0, 0, 0, 0},
 };
 
 const tokd_synth_shape *tokd_synth_shape_find(const char *name) {
@@ -29,7 +34,7 @@ const tokd_synth_shape *tokd_synth_shape_find(const char *name) {
     return NULL;
 }
 
-const char *tokd_synth_shape_list(void) { return "tiny tiny-qwen2 tinyllama-1.1b llama-3.2-1b qwen2.5-0.5b"; }
+const char *tokd_synth_shape_list(void) { return "tiny tiny-qwen2 tiny-llama3 tinyllama-1.1b llama-3.2-1b qwen2.5-0.5b"; }
 
 /* ---- random numbers ----------------------------------------------------------------- */
 
@@ -46,13 +51,28 @@ static uint64_t hash_str(const char *s) { /* FNV-1a */
     return h;
 }
 
-typedef enum { FILL_NORMAL, FILL_ONES } fill_kind;
+typedef enum { FILL_NORMAL, FILL_ONES, FILL_ROPE_FACTORS } fill_kind;
 
 typedef struct {
     uint64_t tensor_seed;
     fill_kind kind;
     float std;
+    const tokd_synth_shape *shape;
 } synth_rows;
+
+/* The divisor of RoPE pair i of n_pairs under Llama 3.1's scaling (the rope_scaling
+ * "llama3" rule of the Hugging Face configs): pairs whose wavelength is under
+ * original context / high_freq keep their frequency (1), those over original context /
+ * low_freq are divided by factor, and those between blend the two by where the
+ * wavelength falls. */
+static float llama3_rope_factor(const tokd_synth_shape *sh, int64_t i, int64_t n_pairs) {
+    const double freq = pow((double)sh->rope_base, -(double)i / (double)n_pairs), wavelen = 2.0 * M_PI / freq;
+    const double orig = sh->rope_orig_ctx, low = sh->rope_low_freq, high = sh->rope_high_freq;
+    if (wavelen < orig / high) return 1.0f;
+    if (wavelen > orig / low) return sh->rope_factor;
+    const double smooth = (orig / wavelen - low) / (high - low);
+    return (float)(1.0 / ((1.0 - smooth) / sh->rope_factor + smooth));
+}
 
 /* Near-normal values: a sum of four 16-bit uniforms (Irwin-Hall, variance 4/12), scaled
  * to the wanted std. One 64-bit draw per element. */
@@ -60,6 +80,10 @@ static void fill_synth(void *ctx, int64_t row, float *out, int64_t n) {
     const synth_rows *r = ctx;
     if (r->kind == FILL_ONES) {
         for (int64_t i = 0; i < n; i++) out[i] = 1.0f;
+        return;
+    }
+    if (r->kind == FILL_ROPE_FACTORS) {
+        for (int64_t i = 0; i < n; i++) out[i] = llama3_rope_factor(r->shape, i, n);
         return;
     }
     uint64_t s = r->tensor_seed ^ ((uint64_t)row * 0xD1B54A32D192ED03ull);
@@ -203,10 +227,11 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
 
     /* tensors, in llama.cpp's order (by name, grouped by block) */
     const int64_t E = sh->n_embd, hd = sh->n_embd / sh->n_head, qd = sh->n_head * hd, kvd = sh->n_head_kv * hd, F = sh->n_ff;
-    int max_t = 3 + sh->n_layer * 12, n = 0;
+    int max_t = 4 + sh->n_layer * 12, n = 0;
     ts = tokd_xcalloc((size_t)max_t, sizeof *ts);
     if (!sh->tied_output) add(ts, &n, "output.weight", (uint64_t)E, (uint64_t)n_vocab, FILL_NORMAL);
     add(ts, &n, "output_norm.weight", (uint64_t)E, 0, FILL_ONES);
+    if (sh->rope_factor > 0) add(ts, &n, "rope_freqs.weight", (uint64_t)(hd / 2), 0, FILL_ROPE_FACTORS);
     add(ts, &n, "token_embd.weight", (uint64_t)E, (uint64_t)n_vocab, FILL_NORMAL);
     for (int l = 0; l < sh->n_layer; l++) {
         char nm[64];
@@ -250,7 +275,7 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
     double t0 = tokd_now();
     uint64_t done_bytes = 0;
     for (int i = 0; i < n; i++) {
-        synth_rows sr = {p->seed * 0x9E3779B97F4A7C15ull ^ hash_str(ts[i].name), ts[i].kind, 0.02f};
+        synth_rows sr = {p->seed * 0x9E3779B97F4A7C15ull ^ hash_str(ts[i].name), ts[i].kind, 0.02f, sh};
         if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)ts[i].ne[1], (int64_t)ts[i].ne[0], fill_synth, &sr,
                                      err)) {
             char msg[sizeof err->msg];

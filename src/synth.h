@@ -1,7 +1,8 @@
 /* synth.h — random-weight models of real shapes, for benchmarks and tests.
  *
  * A shape fixes the architecture and hyperparameters (tinyllama-1.1b, llama-3.2-1b,
- * qwen2.5-0.5b, and small `tiny` / `tiny-qwen2` ones for tests). Weights are seeded
+ * qwen2.5-0.5b, and small `tiny` / `tiny-qwen2` / `tiny-llama3` ones for tests), and
+ * for the Llama 3 shapes the RoPE frequency factors (rope_freqs.weight). Weights are seeded
  * pseudo-random: every row of every tensor has its own generator state derived from
  * (seed, tensor name, row), so the file is a function of (shape, type, seed, vocab) only
  * — not of the thread count. Matrices are near-normal (sum of four uniforms) with
@@ -29,6 +30,11 @@ typedef struct {
     float rope_base, norm_eps;
     bool qkv_bias, tied_output;
     const char *default_vocab; /* relative to the shared data directory */
+    /* Llama 3.1-style RoPE scaling, written as rope_freqs.weight (one divisor per rotated
+       pair, as llama.cpp's converter computes them): factor (0: none), the low and high
+       frequency factors, and the original context */
+    float rope_factor, rope_low_freq, rope_high_freq;
+    int32_t rope_orig_ctx;
 } tokd_synth_shape;
 
 const tokd_synth_shape *tokd_synth_shape_find(const char *name);

@@ -2,6 +2,7 @@
  * 1,000 seeded random corruptions of its header, metadata and tensor table, absurd
  * hyperparameters. tokd_model_load must fail with a message naming the problem or
  * succeed with a model that evaluates without reading out of bounds (ASan build). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -116,6 +117,33 @@ int main(void) {
         tokd_model *m = tokd_model_load(path, &err);
         CHECK(!m && strstr(err.msg, absurd[i].expect), "%s = %u: '%s'", absurd[i].key, absurd[i].v, err.msg);
         tokd_model_free(m);
+    }
+    /* rope_freqs.weight (Llama 3.1+): one positive, finite divisor per RoPE pair */
+    const struct {
+        float v[3];
+        uint64_t n;
+        const char *expect; /* NULL: loads and runs */
+    } ropes[] = {{{1.0f, 4.0f}, 2, NULL},
+                 {{1.0f, 0.0f}, 2, "positive and finite"},
+                 {{-1.0f, 1.0f}, 2, "positive and finite"},
+                 {{1.0f, NAN}, 2, "positive and finite"},
+                 {{INFINITY, 1.0f}, 2, "positive and finite"},
+                 {{1.0f, 1.0f, 1.0f}, 3, "expected a vector of 2"},
+                 {{1.0f}, 1, "expected a vector of 2"}};
+    for (size_t i = 0; i < sizeof ropes / sizeof ropes[0]; i++) {
+        uint64_t rsize;
+        uint8_t *rbuf = tiny_model_build_rope(t_shared(), &rsize, ropes[i].v, ropes[i].n);
+        if (!ropes[i].expect) {
+            CHECK(rbuf && try_load(rbuf, rsize) == 1, "rope_freqs {%g, %g}: loads and runs", ropes[i].v[0], ropes[i].v[1]);
+        } else {
+            tiny_write_file(path, rbuf, rsize);
+            tokd_err err;
+            err.msg[0] = 0;
+            tokd_model *m = tokd_model_load(path, &err);
+            CHECK(!m && strstr(err.msg, ropes[i].expect), "rope_freqs case %zu: '%s'", i, err.msg);
+            tokd_model_free(m);
+        }
+        free(rbuf);
     }
     free(mut);
     free(buf);

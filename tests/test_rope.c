@@ -1,8 +1,9 @@
 /* test_rope.c — rope.c: the selected RoPE loop, and the AVX2 one whichever path runs,
  * give the scalar statement's bits in both styles, for rotations narrower than the head
  * (partial rotary), several positions and head counts, and values of many magnitudes;
- * dims past n_rot are left alone; and the statement rotates as cos/sin do (norms kept,
- * a known angle checked in double). */
+ * dims past n_rot are left alone; the statement rotates as cos/sin do (norms kept,
+ * a known angle checked in double); and the table divides each angle by the model's
+ * frequency factor (rope_freqs.weight) where it has one. */
 #include <math.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ static void check_paths(void) {
                 const int32_t hd = hds[hi], n_rot = rots[ri];
                 if (n_rot > hd) continue;
                 for (int32_t pos = 0; pos < 5000; pos += 997) {
-                    tokd_rope_table(cs, pos, n_rot, 10000.0f, pos % 2 ? 1.0f : 0.25f);
+                    tokd_rope_table(cs, pos, n_rot, 10000.0f, pos % 2 ? 1.0f : 0.25f, NULL);
                     for (int i = 0; i < 8 * hd; i++) x[i] = t_rand_half(&rng) * (i % 17 == 0 ? 300.0f : i % 5 == 0 ? 1e-3f : 4.0f);
                     memcpy(y, x, sizeof(float) * 8 * (size_t)hd);
                     memcpy(z, x, sizeof(float) * 8 * (size_t)hd);
@@ -53,7 +54,7 @@ static void check_paths(void) {
 static void check_rotation(void) {
     float cs[64], v[64];
     const int32_t pos = 3;
-    tokd_rope_table(cs, pos, 64, 10000.0f, 1.0f);
+    tokd_rope_table(cs, pos, 64, 10000.0f, 1.0f, NULL);
     for (int i = 0; i < 64; i++) v[i] = (float)(i % 7) - 2.5f;
     float w[64];
     memcpy(w, v, sizeof v);
@@ -69,9 +70,42 @@ static void check_rotation(void) {
     CHECK(worst < 1e-5, "rotation changed a pair's norm by %g", worst);
 }
 
+/* Frequency factors (Llama 3.1+'s rope_freqs.weight): factors of 1 give the bits of no
+ * factors; a pair whose factor is 1 keeps its entry and the others change; each angle is
+ * (pos * base^(-2i/n_rot) / factor) * scale, checked in double. */
+static void check_freq_factors(void) {
+    enum { N_ROT = 64, HALF = N_ROT / 2 };
+    float ones[HALF], ff[HALF], plain[N_ROT], with_ones[N_ROT], with_ff[N_ROT];
+    for (int i = 0; i < HALF; i++) {
+        ones[i] = 1.0f;
+        ff[i] = i < 12 ? 1.0f : i > 18 ? 32.0f : 1.0f + 31.0f * (float)(i - 12) / 6.0f; /* llama3's shape */
+    }
+    int bad_ones = 0, bad_kept = 0, bad_changed = 0;
+    double worst = 0;
+    for (int32_t pos = 0; pos <= 300; pos += 37) {
+        tokd_rope_table(plain, pos, N_ROT, 500000.0f, 0.5f, NULL);
+        tokd_rope_table(with_ones, pos, N_ROT, 500000.0f, 0.5f, ones);
+        tokd_rope_table(with_ff, pos, N_ROT, 500000.0f, 0.5f, ff);
+        bad_ones += memcmp(plain, with_ones, sizeof plain) != 0;
+        for (int i = 0; i < HALF; i++) {
+            const int same = memcmp(plain + 2 * i, with_ff + 2 * i, 2 * sizeof(float)) == 0;
+            if (ff[i] == 1.0f) bad_kept += !same;
+            else bad_changed += pos > 0 && same;
+            const double angle = pos * pow(500000.0, -2.0 * i / N_ROT) / ff[i] * 0.5;
+            const double e = fmax(fabs(with_ff[2 * i] - cos(angle)), fabs(with_ff[2 * i + 1] - sin(angle)));
+            worst = e > worst ? e : worst;
+        }
+    }
+    CHECK(bad_ones == 0, "%d RoPE tables with factors of 1 differ from no factors", bad_ones);
+    CHECK(bad_kept == 0 && bad_changed == 0, "RoPE factors: %d pairs of factor 1 changed, %d others kept", bad_kept,
+          bad_changed);
+    CHECK(worst < 1e-4, "RoPE table with factors off the angle in double by %g", worst);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_paths();
     check_rotation();
+    check_freq_factors();
     T_DONE();
 }

@@ -5,7 +5,8 @@
  * pass gives finite, non-constant logits. The same seed gives the same bytes whatever
  * the thread count; another seed different weights. Weights have the documented
  * statistics (std 0.02, norms 1). A vocabulary smaller than the shape's is padded with
- * unused tokens, and errors name the problem. */
+ * unused tokens, and errors name the problem. The Llama 3 shapes carry RoPE frequency
+ * factors (rope_freqs.weight), which the forward pass applies (check_rope_factors). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ static void check_model(const char *path, const char *shape, const char *type) {
               !strcmp(info.arch, sh->arch) && fabsf(info.rope_freq_base - sh->rope_base) < 1e-3f * sh->rope_base,
           "%s %s: hyperparameters", shape, type);
     CHECK((m->layers[0].bq != NULL) == sh->qkv_bias, "%s %s: biases", shape, type);
+    CHECK((m->rope_freqs != NULL) == (sh->rope_factor > 0) && info.rope_freq_factors == (sh->rope_factor > 0),
+          "%s %s: RoPE frequency factors %s", shape, type, sh->rope_factor > 0 ? "present" : "absent");
     tokd_ctx_params cp;
     tokd_ctx_params_default(&cp);
     cp.n_ctx = 64;
@@ -92,6 +95,65 @@ static void check_model(const char *path, const char *shape, const char *type) {
 
 static const gguf_tensor *tensor(gguf_file *f, const char *name) { return f ? gguf_find_tensor(f, name) : NULL; }
 
+/* logits of 6 tokens at positions 0..5 (6 x n_vocab), or -1 */
+static int six_tokens(const tokd_model *m, float *lg) {
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    tokd_err err;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    if (!c) return -1;
+    tokd_batch_entry b[6];
+    for (int i = 0; i < 6; i++) b[i] = (tokd_batch_entry){(i * 37 + 1) % m->hp.n_vocab, i, 0, true};
+    int rc = tokd_forward(c, b, 6, lg, &err);
+    tokd_ctx_free(c);
+    return rc;
+}
+
+/* tiny-llama3's rope_freqs.weight: Llama 3.1's rule (the high frequencies kept, the low
+ * ones divided by 32, a blend between), and the forward pass applies it: without the
+ * factors position 0 (no rotation) gives the same logits and positions 2-5 others (at
+ * position 1 the changed angles are under 0.002 rad, and the logits may round the
+ * same); with factors of 1, the same bits as none. */
+static void check_rope_factors(const char *path) {
+    tokd_err err;
+    tokd_model *m = tokd_model_load(path, &err);
+    CHECK(m && m->rope_freqs, "tiny-llama3: load with RoPE factors: %s", m ? "" : err.msg);
+    if (!m || !m->rope_freqs) {
+        tokd_model_free(m);
+        return;
+    }
+    const int32_t half = m->hp.n_rot / 2;
+    int ordered = m->rope_freqs[0] == 1.0f && m->rope_freqs[half - 1] == 32.0f, blends = 0;
+    for (int32_t i = 1; i < half; i++) {
+        ordered &= m->rope_freqs[i] >= m->rope_freqs[i - 1];
+        blends += m->rope_freqs[i] > 1.0f && m->rope_freqs[i] < 32.0f;
+    }
+    CHECK(ordered && blends > 0, "tiny-llama3: factors rise from 1 to 32 with %d blended", blends);
+    const size_t V = (size_t)m->hp.n_vocab;
+    float *with = malloc(sizeof(float) * V * 6), *without = malloc(sizeof(float) * V * 6), *ones = malloc(sizeof(float) * V * 6);
+    float *factors = m->rope_freqs, *one = malloc(sizeof(float) * (size_t)half);
+    for (int32_t i = 0; i < half; i++) one[i] = 1.0f;
+    int rc = six_tokens(m, with);
+    m->rope_freqs = NULL;
+    rc |= six_tokens(m, without);
+    m->rope_freqs = one;
+    rc |= six_tokens(m, ones);
+    m->rope_freqs = factors;
+    CHECK(rc == 0, "tiny-llama3: forward");
+    int later_differ = 1;
+    for (size_t p = 2; p < 6; p++) later_differ &= memcmp(with + p * V, without + p * V, V * sizeof(float)) != 0;
+    CHECK(memcmp(with, without, V * sizeof(float)) == 0 && later_differ,
+          "tiny-llama3: the factors leave position 0 alone and change positions 2-5");
+    CHECK(memcmp(ones, without, V * 6 * sizeof(float)) == 0, "tiny-llama3: factors of 1 give the bits of none");
+    free(one);
+    free(with);
+    free(without);
+    free(ones);
+    tokd_model_free(m);
+}
+
 int main(void) {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(tmpdir, sizeof tmpdir, "%s/tokd-test-synth-%d", base, (int)getpid());
@@ -111,6 +173,13 @@ int main(void) {
     int rc = synth(a, "tiny-qwen2", "Q4_0", 1, 2, 0, &err);
     CHECK(rc == 0, "synth tiny-qwen2: %s", rc ? err.msg : "");
     if (!rc) check_model(a, "tiny-qwen2", "Q4_0");
+    path_of(a, sizeof a, "llama3-Q8_0");
+    rc = synth(a, "tiny-llama3", "Q8_0", 1, 2, 0, &err);
+    CHECK(rc == 0, "synth tiny-llama3: %s", rc ? err.msg : "");
+    if (!rc) {
+        check_model(a, "tiny-llama3", "Q8_0");
+        check_rope_factors(a);
+    }
 
     /* types per the rules (Q4_K_M: output Q6_K, last layer's attn_v / ffn_down Q6_K) */
     path_of(a, sizeof a, "Q4_K_M");

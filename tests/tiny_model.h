@@ -85,7 +85,10 @@ __attribute__((unused)) static uint8_t *tiny_model_build_minivocab(uint64_t *siz
 }
 
 /* Returns a malloc'd GGUF image, or NULL if the shared vocabulary is missing. */
-__attribute__((unused)) static uint8_t *tiny_model_build(const char *shared, uint64_t *size) {
+/* The 1-layer, dim-8 model (2 heads of 4: two RoPE pairs), with rope_freqs.weight when
+ * rope_freqs is not NULL (n_rope values). */
+__attribute__((unused)) static uint8_t *tiny_model_build_rope(const char *shared, uint64_t *size, const float *rope_freqs,
+                                                             uint64_t n_rope) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/stories260K.gguf", shared);
     tokd_err err;
@@ -106,6 +109,7 @@ __attribute__((unused)) static uint8_t *tiny_model_build(const char *shared, uin
     uint64_t seed = 7;
     tiny_add_matrix(w, "token_embd.weight", 8, 512, &seed);
     tiny_add_ones(w, "output_norm.weight", 8);
+    if (rope_freqs) gguf_writer_add_tensor(w, "rope_freqs.weight", 0, 1, &n_rope, rope_freqs, sizeof(float) * n_rope);
     tiny_add_ones(w, "blk.0.attn_norm.weight", 8);
     tiny_add_ones(w, "blk.0.ffn_norm.weight", 8);
     tiny_add_matrix(w, "blk.0.attn_q.weight", 8, 8, &seed);
@@ -120,6 +124,10 @@ __attribute__((unused)) static uint8_t *tiny_model_build(const char *shared, uin
     gguf_writer_free(w);
     gguf_close(src);
     return buf;
+}
+
+__attribute__((unused)) static uint8_t *tiny_model_build(const char *shared, uint64_t *size) {
+    return tiny_model_build_rope(shared, size, NULL, 0);
 }
 
 static int tiny_write_file(const char *path, const uint8_t *buf, uint64_t n) {

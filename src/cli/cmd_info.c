@@ -61,9 +61,9 @@ int cmd_info(int argc, char **argv) {
     printf("model:        %s, architecture %s\n", mi.name[0] ? mi.name : "(unnamed)", mi.arch);
     printf("shape:        %d layers, dim %d, %d heads (%d KV heads, head size %d), FFN %d, vocab %d\n", mi.n_layer,
            mi.n_embd, mi.n_head, mi.n_head_kv, mi.head_dim, mi.n_ff, mi.n_vocab);
-    printf("rope:         %s, %d dims, base %g, linear scale %g; RMS norm eps %g; context (trained) %d\n",
-           mi.rope_neox ? "neox" : "normal", mi.n_rot, mi.rope_freq_base, mi.rope_freq_scale, mi.norm_eps,
-           mi.n_ctx_train);
+    printf("rope:         %s, %d dims, base %g, linear scale %g%s; RMS norm eps %g; context (trained) %d\n",
+           mi.rope_neox ? "neox" : "normal", mi.n_rot, mi.rope_freq_base, mi.rope_freq_scale,
+           mi.rope_freq_factors ? ", frequency factors (rope_freqs.weight)" : "", mi.norm_eps, mi.n_ctx_train);
     printf("output:       %s\n", mi.tied_output ? "tied to token embeddings" : "separate output.weight");
     print_tokenizer(m->tok);
     uint64_t counts[GGML_TYPE_MAX_ID] = {0}, bytes[GGML_TYPE_MAX_ID] = {0};
