@@ -76,7 +76,9 @@ static void use(variants *v, int reader) {
     for (int i = 0; i < v->n; i++) v->mat[i]->pk = reader ? v->reader[i] : v->real[i];
 }
 
-static double matrix_bytes(const tokd_matrix *W) { return (double)W->group_bytes * (double)(W->n_out / W->pk->group_rows); }
+static double matrix_bytes(const tokd_matrix *W) {
+    return (double)W->group_bytes * (double)((W->n_out + W->pk->group_rows - 1) / W->pk->group_rows);
+}
 
 static void announce(tokd_pool *pool, const tokd_matrix *a, const tokd_matrix *b, const tokd_matrix *c) {
     const tokd_matrix *Ws[3] = {a, b, c};

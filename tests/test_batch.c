@@ -3,7 +3,8 @@
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
  * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K and Q5_0 files quantized here), both RoPE styles,
- * and a tied output matrix (tiny-qwen2-Q8_0).
+ * a tied output matrix (tiny-qwen2-Q8_0), and an output whose height is not a multiple of
+ * 16 (a synthesised 517-token vocabulary: packed with a padded last group).
  * Those four types have packed forms on the AVX-512 VNNI path and the AVX2 one (also
  * under TOKD_KERNELS=avx2), and their matrices must be packed there, unpacked on the
  * scalar path. For the K-quants packing changes no bit: those files give the same logits
@@ -19,6 +20,7 @@
 #include "kernels/types.h"
 #include "model.h"
 #include "quantize.h"
+#include "synth.h"
 #include "t.h"
 #include "t_rand.h"
 
@@ -133,6 +135,35 @@ static void check_model(const char *file) {
     tokd_model_free(m);
 }
 
+/* path's output matrix packed (where the CPU packs its type) and its logits within
+ * rounding of the same model unpacked (TOKD_REPACK=0): another summation order. */
+static void check_packed_vs_plain(const char *path, int packs, const char *what) {
+    tokd_err err;
+    tokd_model *packed = tokd_model_load(path, &err);
+    setenv("TOKD_REPACK", "0", 1);
+    tokd_model *plain = tokd_model_load(path, &err);
+    unsetenv("TOKD_REPACK");
+    CHECK(packed && plain, "%s: load twice", what);
+    if (packed && plain) {
+        CHECK((packed->output.pk != NULL) == packs && plain->output.pk == NULL, "%s: output %s", what,
+              packs ? "packed" : "unpacked");
+        const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
+        float *a = malloc(bytes), *b = malloc(bytes);
+        CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0, "%s: run", what);
+        double worst = 0, top = 0;
+        for (size_t k = 0; k < bytes / sizeof(float); k++) {
+            double d = fabs((double)a[k] - b[k]);
+            worst = d > worst ? d : worst;
+            top = fabs(b[k]) > top ? fabs(b[k]) : top;
+        }
+        CHECK(worst <= 0.02 * top, "%s: packed logits within %.2g of unpacked (max |logit| %.3g)", what, worst, top);
+        free(a);
+        free(b);
+    }
+    tokd_model_free(packed);
+    tokd_model_free(plain);
+}
+
 /* A tied output matrix (tiny-qwen2-Q8_0: the embedding table's rows) is packed for the
  * products where its type has a packed form, into the arena's end like an untied output,
  * and the lookups read the same rows from the file's mapping: no second copy of the
@@ -160,20 +191,9 @@ static void check_tied_output(int packs, const char *path) {
               "tied output packed last in the arena, the embedding rows outside it (no second copy)");
     }
     CHECK(memcmp(packed->tok_embd.data, plain->tok_embd.data, embd_bytes) == 0, "tied embedding rows as the file has them");
-    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)packed->hp.n_vocab;
-    float *a = malloc(bytes), *b = malloc(bytes);
-    CHECK(run_chunked(packed, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0, "tied output: run");
-    double worst = 0, top = 0;
-    for (size_t k = 0; k < bytes / sizeof(float); k++) {
-        double d = fabs((double)a[k] - b[k]);
-        worst = d > worst ? d : worst;
-        top = fabs(b[k]) > top ? fabs(b[k]) : top;
-    }
-    CHECK(worst <= 0.02 * top, "tied output: packed logits within %.2g of unpacked (max |logit| %.3g)", worst, top);
-    free(a);
-    free(b);
     tokd_model_free(packed);
     tokd_model_free(plain);
+    check_packed_vs_plain(file, packs, "tied output");
 }
 
 int main(void) {
@@ -204,6 +224,19 @@ int main(void) {
     const char *path = tokd_kernels_path();
     const int packs = (!strcmp(path, "avx2") || !strcmp(path, "avx512")) && cpu->avx2 && cpu->fma && cpu->f16c;
     check_tied_output(packs, path);
+
+    /* a vocabulary that is not a multiple of 16 (517: 32 groups and 5 rows): the output
+       packed with its last group padded, batch-invariant, within rounding of unpacked */
+    snprintf(qf, sizeof qf, "%s/vocab517.gguf", dir);
+    char vocab[600];
+    snprintf(vocab, sizeof vocab, "%s/models/stories260K.gguf", t_shared());
+    tokd_synth_params sp = {.out_path = qf, .shape = "tiny", .type = "Q4_0", .vocab_path = vocab, .seed = 3, .n_threads = 2,
+                            .n_vocab = 517};
+    tokd_err serr;
+    CHECK(tokd_synth(&sp, &serr) == 0, "synth a 517-token tiny model: %s", serr.msg);
+    check_model(qf);
+    check_packed_vs_plain(qf, packs, "517-token vocabulary");
+    unlink(qf);
     for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
         const char *name = quantized[i].name;
         snprintf(qf, sizeof qf, "%s/%s.gguf", dir, name);

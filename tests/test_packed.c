@@ -120,6 +120,30 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
         }
         CHECK(bad == 0, "%s K=%lld: %d matmul outputs differ between 33 rows on 2 threads and 1 row on 1", tt->name,
               (long long)K, bad);
+
+        /* a height that leaves the last group partial (a vocabulary of 32001): the same
+           rows' outputs, and nothing written past the height (Y sized exactly, ASan) */
+        const int64_t n_part = n_out - 5;
+        tokd_matrix P = {.data = w, .tt = tt, .K = K, .n_out = n_part, .row_bytes = rb};
+        const tokd_packed_traits *ppk = tokd_packed_fit(pk, n_part);
+        CHECK(ppk && tokd_matrix_pack(NULL, &P, pk) == 0 && P.pk == ppk &&
+                  tokd_matrix_packed_bytes(&P, pk) == ppk->group_bytes(K) * (size_t)((n_part + ppk->group_rows - 1) / ppk->group_rows),
+              "%s: %lld rows pack, the last group padded", tt->name, (long long)n_part);
+        float *P1 = tokd_xmalloc(sizeof(float) * NA * (size_t)n_part), *P2 = tokd_xmalloc(sizeof(float) * (size_t)n_part);
+        bad = 0;
+        if (P.pk) {
+            tokd_matmul(pool2, &P, X, K, NA, P1, n_part, scratch);
+            for (int64_t r = 0; r < NA; r++) {
+                tokd_matmul(pool2, &P, X + r * K, K, 1, P2, n_part, scratch);
+                for (int64_t o = 0; o < n_part; o++)
+                    if (memcmp(&P1[r * n_part + o], &want[r][o], 4) || memcmp(&P2[o], &want[r][o], 4)) bad++;
+            }
+        }
+        CHECK(bad == 0, "%s K=%lld: %d outputs of a %lld-row matrix differ from the contract", tt->name, (long long)K, bad,
+              (long long)n_part);
+        free(P1);
+        free(P2);
+        free(P.packed);
         free(scratch);
         free(Y1);
         free(Y2);
@@ -247,13 +271,14 @@ int main(void) {
         tokd_huge_free(h, n);
         CHECK(aligned && zero, "tokd_huge_alloc: a 2 MiB-aligned, zeroed, writable buffer");
     }
-    /* types without a packed form, and odd row counts, stay unpacked */
+    /* types without a packed form stay unpacked; a height of an odd number of 16-row
+       groups, counting a padded last one, takes AVX-512 Q4_0's 16-row form */
     CHECK(tokd_packed_get_any(GGML_TYPE_Q4_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q4_1) == NULL,
           "Q4_1 has no packed form, on AVX-512 nor on AVX2");
     if (simd) {
-        tokd_matrix W = {.tt = tokd_type_get(GGML_TYPE_Q4_0), .K = 64, .n_out = 40, .row_bytes = 36};
-        CHECK(tokd_matrix_pack(NULL, &W, tokd_packed_get_any(GGML_TYPE_Q4_0)) == -1 && W.packed == NULL,
-              "40 rows are not a whole number of groups");
+        const tokd_packed_traits *x32 = tokd_packed_get_any(GGML_TYPE_Q4_0);
+        CHECK(tokd_packed_fit(x32, 40)->group_rows == 16 && tokd_packed_fit(x32, 60) == x32,
+              "AVX-512 Q4_0: 40 rows (three 16-row groups) in the 16-row form, 60 (four) in 32-row groups");
     }
     tokd_pool_free(pool2);
     T_DONE();

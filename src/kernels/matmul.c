@@ -43,6 +43,7 @@
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -71,24 +72,35 @@ typedef struct {
     int64_t n_groups;
 } pack_job;
 
+/* A last group that the matrix's height does not fill is packed from a copy of its rows
+ * padded with zero bytes: zero scales, so zero weights in every type. */
 static void pack_groups(void *arg, int ith, int nth) {
     pack_job *j = arg;
-    for (int64_t G = ith; G < j->n_groups; G += nth)
-        j->pk->pack((const uint8_t *)j->W->data + (size_t)G * (size_t)j->pk->group_rows * j->W->row_bytes, j->W->row_bytes,
-                    (uint8_t *)j->W->packed + (size_t)G * j->W->group_bytes, j->W->K);
+    const int64_t gr = j->pk->group_rows;
+    for (int64_t G = ith; G < j->n_groups; G += nth) {
+        const uint8_t *rows = (const uint8_t *)j->W->data + (size_t)(G * gr) * j->W->row_bytes;
+        uint8_t *padded = NULL;
+        if ((G + 1) * gr > j->W->n_out) {
+            padded = tokd_xcalloc((size_t)gr, j->W->row_bytes);
+            memcpy(padded, rows, (size_t)(j->W->n_out - G * gr) * j->W->row_bytes);
+            rows = padded;
+        }
+        j->pk->pack(rows, j->W->row_bytes, (uint8_t *)j->W->packed + (size_t)G * j->W->group_bytes, j->W->K);
+        free(padded);
+    }
 }
 
 size_t tokd_matrix_packed_bytes(const tokd_matrix *W, const tokd_packed_traits *pk) {
     pk = tokd_packed_fit(pk, W->n_out);
-    if (!pk || pk->id != W->tt->id || W->K % W->tt->blck) return 0;
-    return pk->group_bytes(W->K) * (size_t)(W->n_out / pk->group_rows);
+    if (!pk || pk->id != W->tt->id || W->K % W->tt->blck || W->n_out < 1) return 0;
+    return pk->group_bytes(W->K) * (size_t)((W->n_out + pk->group_rows - 1) / pk->group_rows);
 }
 
 int tokd_matrix_pack_into(tokd_pool *pool, tokd_matrix *W, const tokd_packed_traits *pk, void *dst) {
     if (!tokd_matrix_packed_bytes(W, pk)) return -1;
     pk = tokd_packed_fit(pk, W->n_out);
     W->group_bytes = pk->group_bytes(W->K);
-    pack_job j = {.W = W, .pk = pk, .n_groups = W->n_out / pk->group_rows};
+    pack_job j = {.W = W, .pk = pk, .n_groups = (W->n_out + pk->group_rows - 1) / pk->group_rows};
     W->packed = dst;
     tokd_pool_run(pool, pack_groups, &j);
     W->pk = pk;
@@ -150,6 +162,23 @@ static void convert_rows(void *arg, int ith, int nth) {
         j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
 
+/* Rows [o0, o1) of a packed matrix's last group (w), which its height leaves partial:
+ * the kernel writes the whole group, so it writes here, and the rows that exist are
+ * copied out, so that nothing past the height (the next activation row's outputs, or
+ * the end of Y) is touched. */
+#define PARTIAL_ROWS 16 /* activation rows a pass (the buffer: 16 x 32 floats) */
+static void packed_partial_group(const tokd_matrix *W, const uint8_t *w, const matmul_job *j, int m, int64_t o0,
+                                 int64_t o1, float *Y, int64_t ldy) {
+    const int64_t gr = W->pk->group_rows;
+    float part[PARTIAL_ROWS * 32];
+    for (int64_t r0 = 0; r0 < j->n_rows; r0 += PARTIAL_ROWS) {
+        const int64_t na = j->n_rows - r0 < PARTIAL_ROWS ? j->n_rows - r0 : PARTIAL_ROWS;
+        W->pk->gemm(W->K, 1, w, W->group_bytes, na, j->mat_act[m] + (size_t)r0 * j->act_stride, j->act_stride, part, gr);
+        for (int64_t r = 0; r < na; r++)
+            memcpy(Y + (r0 + r) * ldy + o0, part + r * gr, sizeof(float) * (size_t)(o1 - o0));
+    }
+}
+
 /* Weight rows [o0, o1) of matrix m against every activation row, into its Y. */
 static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_matrix *W = j->Ws[m];
@@ -158,10 +187,13 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_type_traits *tt = W->tt;
     const uint8_t *wbase = W->data;
     const int64_t K = W->K;
-    if (j->pk) { /* o0 and o1 - o0 are whole groups (job_units) */
-        const int64_t gr = W->pk->group_rows;
-        W->pk->gemm(K, (o1 - o0) / gr, (const uint8_t *)W->packed + (size_t)(o0 / gr) * W->group_bytes, W->group_bytes,
-                    j->n_rows, j->mat_act[m], j->act_stride, Y + o0, ldy);
+    if (j->pk) { /* o0 starts a group (job_units); o1 ends one, or is the height within the last */
+        const int64_t gr = W->pk->group_rows, full = (o1 - o0) / gr;
+        const uint8_t *w = (const uint8_t *)W->packed + (size_t)(o0 / gr) * W->group_bytes;
+        if (full)
+            W->pk->gemm(K, full, w, W->group_bytes, j->n_rows, j->mat_act[m], j->act_stride, Y + o0, ldy);
+        if (o0 + full * gr < o1)
+            packed_partial_group(W, w + (size_t)full * W->group_bytes, j, m, o0 + full * gr, o1, Y, ldy);
         return;
     }
     if (j->gemm) {
@@ -430,7 +462,8 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
         const int64_t u = bound[ith] - unit0[m], u_end = (bound[ith + 1] < unit0[m + 1] ? bound[ith + 1] : unit0[m + 1]) - unit0[m];
         if (u * UNIT >= W->n_out) continue; /* a matrix's padding units (job_units) */
         const int64_t u_rows = (u_end * UNIT < W->n_out ? u_end * UNIT : W->n_out) - u * UNIT;
-        size_t len = W->pk ? (size_t)(u_rows / W->pk->group_rows) * W->group_bytes : (size_t)u_rows * W->row_bytes;
+        size_t len = W->pk ? (size_t)((u_rows + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes
+                           : (size_t)u_rows * W->row_bytes;
         size_t at = W->pk ? (size_t)(u * UNIT / W->pk->group_rows) * W->group_bytes : (size_t)(u * UNIT) * W->row_bytes;
         const uint8_t *base = W->pk ? W->packed : W->data;
         win[ith] = (tokd_pool_window){base + at, len < max_bytes ? len : max_bytes};

@@ -466,6 +466,7 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
 }
 
 const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t n_out) {
+    n_out = (n_out + TOKD_PACK_ROWS - 1) / TOKD_PACK_ROWS * TOKD_PACK_ROWS; /* the padded height */
     if (!pk || n_out % pk->group_rows == 0) return pk;
     const tokd_packed_traits *tables[] = {PACKED, PACKED_AVX2, PACKED_AVXVNNI};
     const size_t sizes[] = {sizeof PACKED / sizeof PACKED[0], sizeof PACKED_AVX2 / sizeof PACKED_AVX2[0],

@@ -38,8 +38,10 @@
  * states (probe 53-66 GB/s) and 0.99x in the fast one (74 GB/s); whole `tokd bench`
  * tg128 runs alternated with the 16-row build: ahead in tok/s in 5 of 6 pairs
  * (BENCHMARKS.md, nineteenth session). No pairing is needed: every block is whole lines.
- * A matrix whose height is an odd multiple of 16 keeps the 16-row form
- * (tokd_packed_fit). The numerics are the contract below, row by row.
+ * A matrix of an odd number of 16-row groups keeps the 16-row form (tokd_packed_fit).
+ * A height that is not a multiple of 16 (a vocabulary of 32001) packs a last group
+ * padded with zero rows, whose outputs past the height are never stored (matmul.c).
+ * The numerics are the contract below, row by row.
  *
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
@@ -223,9 +225,10 @@ typedef struct {
     int group_rows;
 } tokd_packed_traits;
 
-/* The form of pk's type that packs a matrix of n_out rows: pk where group_rows divides
- * n_out, else the same path's 16-row form of the type (AVX-512 Q4_0 keeps one for
- * heights that are odd multiples of 16), or NULL. tokd_matrix_pack applies it. */
+/* The form of pk's type that packs a matrix of n_out rows (counted up to a multiple of
+ * 16: a last, partial group is padded with zero rows): pk where group_rows divides that
+ * count, else the same path's 16-row form of the type (AVX-512 Q4_0 keeps one for
+ * heights of an odd number of 16-row groups), or NULL. tokd_matrix_pack applies it. */
 const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t n_out);
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
