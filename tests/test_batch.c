@@ -135,14 +135,20 @@ static void check_model(const char *file) {
     tokd_model_free(m);
 }
 
+/* path loaded twice: packed where this CPU packs its types, and plain (TOKD_REPACK=0). */
+static void load_both(const char *path, tokd_model **packed, tokd_model **plain) {
+    tokd_err err;
+    *packed = tokd_model_load(path, &err);
+    setenv("TOKD_REPACK", "0", 1);
+    *plain = tokd_model_load(path, &err);
+    unsetenv("TOKD_REPACK");
+}
+
 /* path's output matrix packed (where the CPU packs its type) and its logits within
  * rounding of the same model unpacked (TOKD_REPACK=0): another summation order. */
 static void check_packed_vs_plain(const char *path, int packs, const char *what) {
-    tokd_err err;
-    tokd_model *packed = tokd_model_load(path, &err);
-    setenv("TOKD_REPACK", "0", 1);
-    tokd_model *plain = tokd_model_load(path, &err);
-    unsetenv("TOKD_REPACK");
+    tokd_model *packed, *plain;
+    load_both(path, &packed, &plain);
     CHECK(packed && plain, "%s: load twice", what);
     if (packed && plain) {
         CHECK((packed->output.pk != NULL) == packs && plain->output.pk == NULL, "%s: output %s", what,
@@ -172,11 +178,8 @@ static void check_packed_vs_plain(const char *path, int packs, const char *what)
 static void check_tied_output(int packs, const char *path) {
     char file[512];
     snprintf(file, sizeof file, "%s/models/tiny-qwen2-Q8_0.gguf", t_shared());
-    tokd_err err;
-    tokd_model *packed = tokd_model_load(file, &err);
-    setenv("TOKD_REPACK", "0", 1);
-    tokd_model *plain = tokd_model_load(file, &err);
-    unsetenv("TOKD_REPACK");
+    tokd_model *packed, *plain;
+    load_both(file, &packed, &plain);
     CHECK(packed && plain && packed->tied_output, "load the tied tiny-qwen2-Q8_0 twice");
     if (!packed || !plain) return;
     const tokd_matrix *out = &packed->output;
@@ -243,10 +246,8 @@ int main(void) {
         tokd_err err;
         CHECK(tokd_quantize_file(src, qf, name, 2, NULL, &err) == 0, "quantize %s: %s", name, err.msg);
         check_model(qf);
-        tokd_model *packed = tokd_model_load(qf, &err);
-        setenv("TOKD_REPACK", "0", 1);
-        tokd_model *plain = tokd_model_load(qf, &err);
-        unsetenv("TOKD_REPACK");
+        tokd_model *packed, *plain;
+        load_both(qf, &packed, &plain);
         CHECK(packed && plain, "load %s twice", name);
         if (packed && plain) {
             const tokd_matrix *wq = &packed->layers[0].wq;

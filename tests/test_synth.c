@@ -48,6 +48,22 @@ static int synth(const char *out, const char *shape, const char *type, uint64_t 
 
 static void path_of(char *out, size_t cap, const char *what) { snprintf(out, cap, "%s/%s.gguf", tmpdir, what); }
 
+/* logits of 6 tokens at positions 0..5 (6 x n_vocab), or -1 */
+static int six_tokens(const tokd_model *m, float *lg) {
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    tokd_err err;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    if (!c) return -1;
+    tokd_batch_entry b[6];
+    for (int i = 0; i < 6; i++) b[i] = (tokd_batch_entry){(i * 37 + 1) % m->hp.n_vocab, i, 0, true};
+    int rc = tokd_forward(c, b, 6, lg, &err);
+    tokd_ctx_free(c);
+    return rc;
+}
+
 /* Load, check the shape, run 6 tokens, check the logits. */
 static void check_model(const char *path, const char *shape, const char *type) {
     tokd_err err;
@@ -64,52 +80,26 @@ static void check_model(const char *path, const char *shape, const char *type) {
     CHECK((m->layers[0].bq != NULL) == sh->qkv_bias, "%s %s: biases", shape, type);
     CHECK((m->rope_freqs != NULL) == (sh->rope_factor > 0) && info.rope_freq_factors == (sh->rope_factor > 0),
           "%s %s: RoPE frequency factors %s", shape, type, sh->rope_factor > 0 ? "present" : "absent");
-    tokd_ctx_params cp;
-    tokd_ctx_params_default(&cp);
-    cp.n_ctx = 64;
-    cp.n_threads = 2;
-    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
-    CHECK(c != NULL, "ctx: %s", c ? "" : err.msg);
-    if (c) {
-        int32_t V = m->hp.n_vocab;
-        float *lg = malloc(sizeof(float) * (size_t)V * 6);
-        tokd_batch_entry b[6];
-        for (int i = 0; i < 6; i++) b[i] = (tokd_batch_entry){(i * 37 + 1) % V, i, 0, true};
-        int rc = tokd_forward(c, b, 6, lg, &err);
-        CHECK(rc == 0, "%s %s: forward: %s", shape, type, rc ? err.msg : "");
-        if (rc == 0) {
-            bool finite = true;
-            float lo = INFINITY, hi = -INFINITY;
-            for (size_t i = 0; i < (size_t)V * 6; i++) {
-                finite = finite && isfinite(lg[i]);
-                lo = fminf(lo, lg[i]);
-                hi = fmaxf(hi, lg[i]);
-            }
-            CHECK(finite && hi > lo, "%s %s: logits finite and not constant [%g, %g]", shape, type, lo, hi);
+    const size_t V = (size_t)m->hp.n_vocab;
+    float *lg = malloc(sizeof(float) * V * 6);
+    int rc = six_tokens(m, lg);
+    CHECK(rc == 0, "%s %s: forward", shape, type);
+    if (rc == 0) {
+        bool finite = true;
+        float lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < V * 6; i++) {
+            finite = finite && isfinite(lg[i]);
+            lo = fminf(lo, lg[i]);
+            hi = fmaxf(hi, lg[i]);
         }
-        free(lg);
-        tokd_ctx_free(c);
+        CHECK(finite && hi > lo, "%s %s: logits finite and not constant [%g, %g]", shape, type, lo, hi);
     }
+    free(lg);
     tokd_model_free(m);
 }
 
 static const gguf_tensor *tensor(gguf_file *f, const char *name) { return f ? gguf_find_tensor(f, name) : NULL; }
 
-/* logits of 6 tokens at positions 0..5 (6 x n_vocab), or -1 */
-static int six_tokens(const tokd_model *m, float *lg) {
-    tokd_ctx_params cp;
-    tokd_ctx_params_default(&cp);
-    cp.n_ctx = 64;
-    cp.n_threads = 2;
-    tokd_err err;
-    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
-    if (!c) return -1;
-    tokd_batch_entry b[6];
-    for (int i = 0; i < 6; i++) b[i] = (tokd_batch_entry){(i * 37 + 1) % m->hp.n_vocab, i, 0, true};
-    int rc = tokd_forward(c, b, 6, lg, &err);
-    tokd_ctx_free(c);
-    return rc;
-}
 
 /* tiny-llama3's rope_freqs.weight: Llama 3.1's rule (the high frequencies kept, the low
  * ones divided by 32, a blend between), and the forward pass applies it: without the
