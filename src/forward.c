@@ -10,7 +10,6 @@
  * cache in position order (scores, then a full softmax, then the weighted sum of V, as
  * llama.cpp computes it over its F16 cache); threads split independent outputs.
  * So a sequence gets the same bits alone, chunked, or beside others. */
-#include <immintrin.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -161,38 +160,6 @@ typedef struct {
     _Atomic int64_t next; /* next task to hand out, starts at the pool size */
 } attn_job;
 
-/* dst[i] = src[i] as F16 bits. The F16C conversion rounds to nearest even exactly as
- * tokd_f32_to_f16 does (IEEE), so both paths store the same bits. */
-#define TOKD_T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
-TOKD_T512 static void to_f16_n_512(uint16_t *dst, const float *src, int32_t n) {
-    int32_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(dst + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    for (; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
-}
-/* a[i] += b[i]: one rounding per element whichever path runs, so the same bits. GCC 12 at
- * -O2 leaves the plain loop scalar (~1 us per 2048-wide residual add in decode). */
-TOKD_T512 static void add_n_512(float *a, const float *b, int64_t n) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(a + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-    for (; i < n; i++) a[i] += b[i];
-}
-static void add_n(float *a, const float *b, int64_t n) {
-    if (tokd_use_f32_avx512()) {
-        add_n_512(a, b, n);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) a[i] += b[i];
-}
-static void to_f16_n(uint16_t *dst, const float *src, int32_t n) {
-    if (tokd_use_f32_avx512()) {
-        to_f16_n_512(dst, src, n);
-        return;
-    }
-    for (int32_t i = 0; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
-}
-
 /* One (entry, KV head) per task, taken from a shared counter: all the query heads that
  * share the KV head go through attention.c together (each K and V row read once for
  * them). The arithmetic, and why it rounds to F16 where it does, is in attention.h. */
@@ -228,7 +195,7 @@ typedef struct {
 static void ew_range(ew_job *j, int64_t i0, int64_t i1) {
     switch (j->kind) {
     case 1:
-        add_n(j->a + i0, j->b + i0, i1 - i0);
+        tokd_add_n(j->a + i0, j->b + i0, i1 - i0);
         break;
     default:
         for (int64_t r = i0; r < i1; r++) tokd_rmsnorm(j->a + r * j->E, j->b + r * j->E, j->w, j->E, j->eps);
@@ -343,8 +310,8 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
             /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
             for (int32_t h = 0; h < hp->n_head_kv; h++) {
-                to_f16_n(tokd_kv_k_rows(&c->kv, block, l, h) + (size_t)slot * hd, k + (size_t)h * hd, hd);
-                to_f16_n(tokd_kv_v_rows(&c->kv, block, l, h) + (size_t)slot * hd, v + (size_t)h * hd, hd);
+                tokd_f32_to_f16_n(tokd_kv_k_rows(&c->kv, block, l, h) + (size_t)slot * hd, k + (size_t)h * hd, hd);
+                tokd_f32_to_f16_n(tokd_kv_v_rows(&c->kv, block, l, h) + (size_t)slot * hd, v + (size_t)h * hd, hd);
             }
         }
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/types.h"
+#include "util.h"
 
 static inline float pow2i(int32_t k) { /* 2^k for -126 <= k <= 127 */
     uint32_t b = (uint32_t)(k + 127) << 23;
@@ -216,5 +217,58 @@ int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n) {
 int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n) {
     if (!tokd_cpu_avx2()) return -1;
     swiglu_256(g, u, n);
+    return 0;
+}
+
+/* ---- element-wise moves ---- */
+
+TOKD_VECMATH_TGT static void add_512(float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(a + i, _mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+    for (; i < n; i++) a[i] += b[i];
+}
+TOKD_VECMATH_TGT256 static void add_256(float *a, const float *b, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(a + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    for (; i < n; i++) a[i] += b[i];
+}
+TOKD_VECMATH_TGT static void to_f16_512(uint16_t *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(dst + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
+}
+TOKD_VECMATH_TGT256 static void to_f16_256(uint16_t *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
+}
+
+void tokd_add_n(float *a, const float *b, int64_t n) {
+    if (tokd_use_f32_avx512()) add_512(a, b, n);
+    else if (tokd_use_f32_avx2()) add_256(a, b, n);
+    else
+        for (int64_t i = 0; i < n; i++) a[i] += b[i];
+}
+
+void tokd_f32_to_f16_n(uint16_t *dst, const float *src, int64_t n) {
+    if (tokd_use_f32_avx512()) to_f16_512(dst, src, n);
+    else if (tokd_use_f32_avx2()) to_f16_256(dst, src, n);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = tokd_f32_to_f16(src[i]);
+}
+
+int tokd_add_n_avx2(float *a, const float *b, int64_t n) {
+    if (!tokd_cpu_avx2()) return -1;
+    add_256(a, b, n);
+    return 0;
+}
+
+int tokd_f32_to_f16_n_avx2(uint16_t *dst, const float *src, int64_t n) {
+    if (!tokd_cpu_avx2()) return -1;
+    to_f16_256(dst, src, n);
     return 0;
 }

@@ -34,11 +34,21 @@ void tokd_rmsnorm(float *y, const float *x, const float *w, int32_t n, float eps
 /* The scalar statement of the same. */
 void tokd_rmsnorm_ref(float *y, const float *x, const float *w, int32_t n, float eps);
 
-/* The AVX2 loops of the three, whatever path TOKD_KERNELS selected (for tests): 0, or -1
+/* The forward pass's element-wise moves. a[i] += b[i]: one rounding per element, the same
+ * on every path. dst[i] = src[i] as F16 bits (the KV cache's writes), rounded to nearest
+ * even as tokd_f32_to_f16 (util.h) rounds: F16C's vcvtps2ph gives its bits for every
+ * value but a NaN, which stays a NaN of the same sign (the payload F16C keeps may differ).
+ * GCC 12 at -O2 leaves the plain loops scalar: ~1 us per 2048-wide residual add. */
+void tokd_add_n(float *a, const float *b, int64_t n);
+void tokd_f32_to_f16_n(uint16_t *dst, const float *src, int64_t n);
+
+/* The AVX2 loops of the five, whatever path TOKD_KERNELS selected (for tests): 0, or -1
  * (nothing written) where the CPU lacks AVX2, FMA or F16C. */
 int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n);
 int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n);
 int tokd_rmsnorm_avx2(float *y, const float *x, const float *w, int32_t n, float eps);
+int tokd_add_n_avx2(float *a, const float *b, int64_t n);
+int tokd_f32_to_f16_n_avx2(uint16_t *dst, const float *src, int64_t n);
 
 /* ---- for the SIMD code of other modules ---- */
 #define EXP_LOG2E 1.44269504088896341f

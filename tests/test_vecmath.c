@@ -208,11 +208,79 @@ static void check_rmsnorm(void) {
     free(got);
 }
 
+/* The element-wise moves: the AVX2 loops and the selected path against the scalar
+ * statements at every length 0..40 (vector bodies, tails) and on a sweep. The F16
+ * conversion's sweep takes every exponent, both signs, and mantissas that end exactly on,
+ * just below and just above a rounding tie, so that overflow to infinity (65520), the
+ * subnormals and their underflow to zero (2^-25 rounds to 0, just above it to 2^-24) are
+ * all crossed; a NaN must stay a NaN of the same sign. */
+static int differ_f16(float x, uint16_t want, uint16_t got) {
+    if (isnan(x)) return (got & 0x7fffu) <= 0x7c00u || (got & 0x8000u) != (want & 0x8000u);
+    return want != got;
+}
+static void check_moves(void) {
+    const bool avx2 = tokd_cpu()->avx2 && tokd_cpu()->fma && tokd_cpu()->f16c;
+    enum { N = 256 * 2 * 64 };
+    float *x = tokd_xmalloc(sizeof(float) * N), *a = tokd_xmalloc(sizeof(float) * N);
+    float *a2 = tokd_xmalloc(sizeof(float) * N);
+    uint16_t *h = tokd_xmalloc(sizeof(uint16_t) * (N + 8));
+    const uint32_t tails[8] = {0x0000u, 0x0001u, 0x0fffu, 0x1000u, 0x1001u, 0x1fffu, 0x2000u, 0x3000u};
+    int i = 0;
+    for (uint32_t e = 0; e < 256; e++)
+        for (uint32_t s = 0; s < 2; s++)
+            for (uint32_t m = 0; m < 64; m++, i++) /* m's high bits pick the upper mantissa, the low 3 the tail */
+                x[i] = bits_f(s << 31 | e << 23 | ((m >> 3) * 0x2b5e000u & 0x7fe000u) | tails[m & 7]);
+    int bad_avx2 = 0, bad_sel = 0, rc = 0;
+    for (int64_t n = 0; n <= N; n = n < 40 ? n + 1 : n + (N - 40) / 3) {
+        const uint16_t sentinel = 0xA5A5;
+        for (int p = 0; p < 2; p++) {
+            if (p == 0 && !avx2) continue;
+            for (int64_t j = 0; j < N + 8; j++) h[j] = sentinel;
+            if (p == 0) rc |= tokd_f32_to_f16_n_avx2(h, x, n);
+            else tokd_f32_to_f16_n(h, x, n);
+            int bad = h[n] != sentinel; /* nothing past n */
+            for (int64_t j = 0; j < n; j++) bad += differ_f16(x[j], tokd_f32_to_f16(x[j]), h[j]);
+            for (int64_t j = 0; j < N; j++) a[j] = a2[j] = x[(j * 7) % N] * 0.5f; /* a mix of magnitudes */
+            if (p == 0) rc |= tokd_add_n_avx2(a, x, n);
+            else tokd_add_n(a, x, n);
+            for (int64_t j = 0; j < N; j++) {
+                float want = j < n ? a2[j] + x[j] : a2[j];
+                bad += memcmp(&want, &a[j], 4) != 0 && !(isnan(want) && isnan(a[j]));
+            }
+            if (p == 0) bad_avx2 += bad;
+            else bad_sel += bad;
+        }
+    }
+    CHECK(rc == 0, "the AVX2 moves run on a CPU with AVX2, FMA and F16C");
+    CHECK(bad_avx2 == 0, "%d AVX2 F16 conversions or adds differ from the scalar statements", bad_avx2);
+    CHECK(bad_sel == 0, "%d F16 conversions or adds of the %s path differ from the scalar statements", bad_sel,
+          tokd_kernels_path());
+    CHECK(avx2 || (tokd_add_n_avx2(a, x, 8) == -1 && tokd_f32_to_f16_n_avx2(h, x, 8) == -1),
+          "the AVX2 moves refuse a CPU without AVX2, FMA and F16C");
+    /* the boundaries named above, by value */
+    const float at[] = {65504.0f, 65519.99f, 65520.0f, 5.9604645e-8f /* 2^-24 */, 2.9802322e-8f /* 2^-25 */,
+                        2.9802326e-8f, 6.1035156e-5f /* 2^-14 */};
+    const uint16_t want_at[] = {0x7bff, 0x7bff, 0x7c00, 0x0001, 0x0000, 0x0001, 0x0400};
+    for (int j = 0; j < 7; j++) {
+        uint16_t got[8];
+        float v[8];
+        for (int k = 0; k < 8; k++) v[k] = at[j];
+        tokd_f32_to_f16_n(got, v, 8);
+        CHECK(tokd_f32_to_f16(at[j]) == want_at[j] && got[0] == want_at[j], "F16 of %g: 0x%04x (scalar 0x%04x), want 0x%04x",
+              (double)at[j], got[0], tokd_f32_to_f16(at[j]), want_at[j]);
+    }
+    free(x);
+    free(a);
+    free(a2);
+    free(h);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_exp();
     check_silu();
     check_avx2();
     check_rmsnorm();
+    check_moves();
     T_DONE();
 }
