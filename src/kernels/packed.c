@@ -21,8 +21,15 @@ static size_t act_bytes(int64_t K) {
     return (nb * (QK + 2 * sizeof(float)) + 63) & ~(size_t)63;
 }
 
+/* The activation quantiser's amax (quants.c): |x| over the block, NaN passed over. */
+static float absmax_q8(const float *x) {
+    float m = 0.0f;
+    for (int i = 0; i < QK; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
 /* Quantise x as the Q8_0 activation format does and lay it out as packed.h says, with
- * corrections -bias * (sum of the block's quants). */
+ * corrections -bias * (sum of the block's quants), or Q8_1's s (TOKD_PK_BIAS_S). */
 void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias) {
     const int64_t nb = K / QK;
     uint8_t *qs = dst;
@@ -35,7 +42,12 @@ void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias) {
         dy[b] = tokd_f16_to_f32(blk.d);
         int32_t s = 0;
         for (int i = 0; i < QK; i++) s += blk.qs[i];
-        corr[b] = -bias * s;
+        if (bias == TOKD_PK_BIAS_S) { /* Q8_1's s: its d before rounding (quants.c) */
+            const float sy = tokd_f16_to_f32(tokd_f32_to_f16(absmax_q8(x + b * QK) / 127.f * (float)s));
+            memcpy(&corr[b], &sy, 4);
+        } else {
+            corr[b] = -bias * s;
+        }
     }
 }
 static void q4_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 8); }
@@ -77,6 +89,23 @@ static void q4_0x32_pack(const void *rows, size_t row_bytes, void *dst, int64_t 
  * rearranged so that bit 2c + h of byte i in lane L is the fifth bit of row L's weight
  * 16h + 4c + i: the one whose nibble sits at byte i of nibble vector c, low (h = 0) or
  * high (h = 1). The file's 22 bytes per row and block. */
+/* ---- Q4_1 (AVX2 forms): per block the 16 d, the 16 m, Q4_0's vectors; no pairs ---- */
+
+#define Q4_1_BLOCK_BYTES (TOKD_PACK_ROWS * sizeof(tokd_block_q4_1))
+static size_t q4_1_group_bytes(int64_t K) { return (size_t)(K / QK) * Q4_1_BLOCK_BYTES; }
+static void q4_1_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, TOKD_PK_BIAS_S); }
+static void q4_1_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    for (int64_t b = 0; b < K / QK; b++) {
+        uint8_t *blk = (uint8_t *)dst + (size_t)b * Q4_1_BLOCK_BYTES, *v = blk + 64;
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q4_1 *x = (const tokd_block_q4_1 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            memcpy(blk + 2 * L, &x->d, 2);
+            memcpy(blk + 32 + 2 * L, &x->m, 2);
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
+        }
+    }
+}
+
 static size_t q5_0_group_bytes(int64_t K) { return (size_t)(K / QK) * TOKD_PACK_ROWS * sizeof(tokd_block_q5_0); }
 static void q5_0_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, 16); }
 static void q5_0_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, 16); }
@@ -379,6 +408,19 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
     return block32_ref_dot(K, row, sizeof(tokd_block_q8_0), act, q8_0_isum);
 }
 
+/* Q4_1's contract (packed.h) from a file-layout row and Q8_1 activation blocks, whose s
+ * is the prepared row's */
+static float q4_1_ref_dot(int64_t K, const void *row, const void *act) {
+    const tokd_block_q4_1 *x = row;
+    const tokd_block_q8_1 *y = act;
+    float out = 0.0f;
+    for (int64_t b = 0; b < K / QK; b++) {
+        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q4_1_isum(&x[b], &y[b]), out);
+        out = fmaf(tokd_f16_to_f32(x[b].m), tokd_f16_to_f32(y[b].s), out);
+    }
+    return out;
+}
+
 static const tokd_packed_traits PACKED[] = {
     {GGML_TYPE_Q4_0, q4_0x32_group_bytes, act_bytes, q4_0_prep, q4_0x32_pack, tokd_packed_q4_0x32_gemm_avx512vnni,
      q4_0_ref_dot, 8, 32},
@@ -401,6 +443,8 @@ static const tokd_packed_traits PACKED[] = {
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:
  * packed_avx2.c) */
 static const tokd_packed_traits PACKED_AVX2[] = {
+    {GGML_TYPE_Q4_1, q4_1_group_bytes, act_bytes, q4_1_prep_avx2, q4_1_pack, tokd_packed_q4_1_gemm_avx2, q4_1_ref_dot,
+     TOKD_PK_BIAS_S, 16},
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avx2, q5_0_ref_dot, 16, 16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
@@ -412,6 +456,8 @@ static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q2_K, q2_K_group_bytes, q6_K_act_bytes, q2_K_prep, q2_K_pack, tokd_packed_q2_K_gemm_avx2, q2_K_ref_dot, 0, 16},
 };
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
+    {GGML_TYPE_Q4_1, q4_1_group_bytes, act_bytes, q4_1_prep_avx2, q4_1_pack, tokd_packed_q4_1_gemm_avxvnni,
+     q4_1_ref_dot, TOKD_PK_BIAS_S, 16},
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avxvnni, q5_0_ref_dot,
      16, 16},
@@ -457,7 +503,7 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
            VNNI CPUs before Ice Lake lack; Q3_K and Q2_K share its code. There they take
            the AVX2 forms (same layouts). */
         const bool k16 = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q2_K;
-        if (k16 && !c->gfni) return tokd_packed_get_avx2(type);
+        if ((k16 && !c->gfni) || type == GGML_TYPE_Q4_1) return tokd_packed_get_avx2(type); /* Q4_1: AVX2 only */
         return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
     }
     /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */

@@ -11,6 +11,9 @@
  * bit, as in packed_avx512.c: out = fmaf(dx * dy, (float)isum, out) per block, in block
  * order.
  *
+ * Q4_1 (q4_1_tile) sums its unsigned nibbles as Q4_0's with no correction, then adds
+ * each block's min term, fmaf(mx, sy, out), after the scale term.
+ *
  * CPUs with AVX-VNNI (VEX-encoded vpdpbusd on 256-bit vectors: Intel since Alder Lake,
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
  * integer again.
@@ -36,6 +39,7 @@
 #define MAX_R 4
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define Q5_0_BLOCK_BYTES (16 * 22) /* Q5_0: Q4_0's block plus 64 bytes of fifth bits */
+#define Q4_1_BLOCK_BYTES (16 * 20) /* Q4_1: 16 d, 16 m, Q4_0's 4 vectors (packed.h) */
 #define Q4K_SB 2304           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */
 #define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */
@@ -99,6 +103,13 @@ TGT void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bia
         __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
         s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-        corr[b] = -bias * _mm_cvtsi128_si32(s4);
+        const int32_t qsum = _mm_cvtsi128_si32(s4);
+        if (bias == TOKD_PK_BIAS_S) { /* Q4_1: Q8_1's s, from d before its rounding */
+            const float sy = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.f * (float)qsum),
+                                                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+            memcpy(&corr[b], &sy, 4);
+        } else {
+            corr[b] = -bias * qsum;
+        }
     }
 }
