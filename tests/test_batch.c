@@ -2,13 +2,13 @@
  * evaluated alone in one pass, in prefill chunks of 1, 7 or 64 tokens, beside three
  * other sequences in mixed batches, or with a different thread count. Covered for
  * several weight types (F32, F16, BF16, Q8_0 and Q4_0 — packed where the CPU has the
- * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K, Q5_0 and Q4_1 files quantized here), both RoPE styles,
+ * kernels — Q4_K_M mix, and Q5_K_M, Q3_K, Q2_K, Q5_0, Q4_1 and Q5_1 files quantized here), both RoPE styles,
  * a tied output matrix (tiny-qwen2-Q8_0), and an output whose height is not a multiple of
  * 16 (a synthesised 517-token vocabulary: packed with a padded last group).
  * Those four types have packed forms on the AVX-512 VNNI path and the AVX2 one (also
  * under TOKD_KERNELS=avx2), and their matrices must be packed there, unpacked on the
  * scalar path. For the K-quants packing changes no bit: those files give the same logits
- * unpacked (TOKD_REPACK=0); Q5_0's and Q4_1's packed forms sum in another order (packed.h), so their
+ * unpacked (TOKD_REPACK=0); Q5_0's, Q4_1's and Q5_1's packed forms sum in another order (packed.h), so their
  * logits agree to rounding. */
 #include <math.h>
 #include <stdlib.h>
@@ -209,7 +209,7 @@ int main(void) {
                             "tiny-qwen2-F16.gguf", "tiny-qwen2-Q8_0.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
 
-    /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0; Q4_1): batch invariance, and the
+    /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0; Q4_1; Q5_1): batch invariance, and the
        same bits unpacked */
     char dir[] = "/tmp/tokd-test-batch-XXXXXX", src[512], qf[600];
     CHECK(mkdtemp(dir) != NULL, "temporary directory");
@@ -219,7 +219,7 @@ int main(void) {
         uint32_t type;
         int same_bits; /* K-quants: packing keeps the file layout's numerics */
     } quantized[] = {{"Q5_K_M", GGML_TYPE_Q5_K, 1}, {"Q3_K", GGML_TYPE_Q3_K, 1}, {"Q2_K", GGML_TYPE_Q2_K, 1},
-                     {"Q5_0", GGML_TYPE_Q5_0, 0}, {"Q4_1", GGML_TYPE_Q4_1, 0}};
+                     {"Q5_0", GGML_TYPE_Q5_0, 0}, {"Q4_1", GGML_TYPE_Q4_1, 0}, {"Q5_1", GGML_TYPE_Q5_1, 0}};
     /* every type above is packed on the AVX-512 path (the AVX-512 VNNI forms, or the AVX2
        ones without VNNI) and on the AVX2 path, wherever the CPU has AVX2, FMA and F16C */
     tokd_kernels_init();

@@ -1,6 +1,6 @@
 /* test_packed.c — the packed weight layout (src/kernels/packed.h).
  *
- * For Q4_0, Q4_1, Q5_0, Q8_0 and Q2_K to Q6_K: random matrices are packed, activation rows prepared, and every
+ * For Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K: random matrices are packed, activation rows prepared, and every
  * output of the SIMD packed gemm must be bit-equal to the scalar contract (ref_dot, from
  * the unpacked row and the Q8_0 / Q8_1 / Q8_K activation blocks; for the K-quants that is the
  * file layout's own vec_dot_ref), for 1..17 and 33 activation rows
@@ -171,7 +171,8 @@ static void extreme_row(uint32_t type, uint8_t *row, int64_t K) {
         case GGML_TYPE_Q8_0: memset(b + 2, 0x80, 32), memcpy(b, one, 2); break;
         case GGML_TYPE_Q4_0:
         case GGML_TYPE_Q5_0: memcpy(b, one, 2); break;
-        case GGML_TYPE_Q4_1: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, m */
+        case GGML_TYPE_Q4_1:
+        case GGML_TYPE_Q5_1: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, m */
         case GGML_TYPE_Q4_K:
         case GGML_TYPE_Q5_K: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, dmin */
         case GGML_TYPE_Q6_K: memcpy(b + 208, one, 2); break;
@@ -218,7 +219,7 @@ int main(void) {
                      strcmp(tokd_kernels_path(), "avx512") == 0;
     tokd_pool *pool2 = tokd_pool_new(2);
     const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K,
-                              GGML_TYPE_Q3_K, GGML_TYPE_Q2_K, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1};
+                              GGML_TYPE_Q3_K, GGML_TYPE_Q2_K, GGML_TYPE_Q5_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
     const int n_types = (int)(sizeof types / sizeof types[0]);
     const int avx2_path = !strcmp(tokd_kernels_path(), "avx2");
     for (int i = 0; i < n_types; i++) {
@@ -274,8 +275,8 @@ int main(void) {
     }
     /* types without a packed form stay unpacked; a height of an odd number of 16-row
        groups, counting a padded last one, takes AVX-512 Q4_0's 16-row form */
-    CHECK(tokd_packed_get_any(GGML_TYPE_Q5_1) == NULL && tokd_packed_get_avx2(GGML_TYPE_Q5_1) == NULL,
-          "Q5_1 has no packed form, on AVX-512 nor on AVX2");
+    CHECK(tokd_packed_get_any(GGML_TYPE_F16) == NULL && tokd_packed_get_avx2(GGML_TYPE_F16) == NULL,
+          "F16 has no packed form, on AVX-512 nor on AVX2");
     if (simd) {
         const tokd_packed_traits *x32 = tokd_packed_get_any(GGML_TYPE_Q4_0);
         CHECK(tokd_packed_fit(x32, 40)->group_rows == 16 && tokd_packed_fit(x32, 60) == x32,

@@ -89,7 +89,17 @@ static void q4_0x32_pack(const void *rows, size_t row_bytes, void *dst, int64_t 
  * rearranged so that bit 2c + h of byte i in lane L is the fifth bit of row L's weight
  * 16h + 4c + i: the one whose nibble sits at byte i of nibble vector c, low (h = 0) or
  * high (h = 1). The file's 22 bytes per row and block. */
-/* ---- Q4_1 (AVX2 forms): per block the 16 d, the 16 m, Q4_0's vectors; no pairs ---- */
+/* Byte i of a row's lane in the fifth-bit vector (packed.h): bit 2c+h = the fifth bit of
+ * weight 16h+4c+i (qh: the block's 32 fifth bits, Q5_0 and Q5_1 alike). */
+static uint8_t q5_fifth_bits(uint32_t qh, int i) {
+    uint8_t byte = 0;
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) byte |= (uint8_t)(((qh >> (16 * h + 4 * c + i)) & 1) << (2 * c + h));
+    return byte;
+}
+
+/* ---- Q4_1 and Q5_1 (AVX2 forms): per block the 16 d, the 16 m, Q4_0's vectors (Q5_1:
+ * and a fifth-bit vector); no pairs ---- */
 
 #define Q4_1_BLOCK_BYTES (TOKD_PACK_ROWS * sizeof(tokd_block_q4_1))
 static size_t q4_1_group_bytes(int64_t K) { return (size_t)(K / QK) * Q4_1_BLOCK_BYTES; }
@@ -102,6 +112,23 @@ static void q4_1_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
             memcpy(blk + 2 * L, &x->d, 2);
             memcpy(blk + 32 + 2 * L, &x->m, 2);
             for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
+        }
+    }
+}
+
+/* Q5_1: Q4_1's block, then the fifth bits as q5_0_pack lays them out */
+#define Q5_1_BLOCK_BYTES (TOKD_PACK_ROWS * sizeof(tokd_block_q5_1))
+static size_t q5_1_group_bytes(int64_t K) { return (size_t)(K / QK) * Q5_1_BLOCK_BYTES; }
+static void q5_1_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    for (int64_t b = 0; b < K / QK; b++) {
+        uint8_t *blk = (uint8_t *)dst + (size_t)b * Q5_1_BLOCK_BYTES, *v = blk + 64;
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_q5_1 *x = (const tokd_block_q5_1 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
+            const uint32_t qh = tokd_load_u32le(x->qh);
+            memcpy(blk + 2 * L, &x->d, 2);
+            memcpy(blk + 32 + 2 * L, &x->m, 2);
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
+            for (int i = 0; i < 4; i++) v[256 + 4 * L + i] = q5_fifth_bits(qh, i);
         }
     }
 }
@@ -119,12 +146,7 @@ static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
             const uint32_t qh = tokd_load_u32le(x->qh);
             memcpy(sc + 2 * L, &x->d, 2);
             for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 4 * c, 4);
-            for (int i = 0; i < 4; i++) {
-                uint8_t byte = 0;
-                for (int c = 0; c < 4; c++)
-                    for (int h = 0; h < 2; h++) byte |= (uint8_t)(((qh >> (16 * h + 4 * c + i)) & 1) << (2 * c + h));
-                v[256 + 4 * L + i] = byte;
-            }
+            for (int i = 0; i < 4; i++) v[256 + 4 * L + i] = q5_fifth_bits(qh, i);
         }
     }
 }
@@ -421,6 +443,17 @@ static float q4_1_ref_dot(int64_t K, const void *row, const void *act) {
     return out;
 }
 
+static float q5_1_ref_dot(int64_t K, const void *row, const void *act) {
+    const tokd_block_q5_1 *x = row;
+    const tokd_block_q8_1 *y = act;
+    float out = 0.0f;
+    for (int64_t b = 0; b < K / QK; b++) {
+        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q5_1_isum(&x[b], &y[b]), out);
+        out = fmaf(tokd_f16_to_f32(x[b].m), tokd_f16_to_f32(y[b].s), out);
+    }
+    return out;
+}
+
 static const tokd_packed_traits PACKED[] = {
     {GGML_TYPE_Q4_0, q4_0x32_group_bytes, act_bytes, q4_0_prep, q4_0x32_pack, tokd_packed_q4_0x32_gemm_avx512vnni,
      q4_0_ref_dot, 8, 32},
@@ -445,6 +478,8 @@ static const tokd_packed_traits PACKED[] = {
 static const tokd_packed_traits PACKED_AVX2[] = {
     {GGML_TYPE_Q4_1, q4_1_group_bytes, act_bytes, q4_1_prep_avx2, q4_1_pack, tokd_packed_q4_1_gemm_avx2, q4_1_ref_dot,
      TOKD_PK_BIAS_S, 16},
+    {GGML_TYPE_Q5_1, q5_1_group_bytes, act_bytes, q4_1_prep_avx2, q5_1_pack, tokd_packed_q5_1_gemm_avx2, q5_1_ref_dot,
+     TOKD_PK_BIAS_S, 16},
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avx2, q4_0_ref_dot, 8, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avx2, q5_0_ref_dot, 16, 16},
     {GGML_TYPE_Q8_0, q8_0_group_bytes, act_bytes, q8_0_prep_avx2, q8_0_pack_signed, tokd_packed_q8_0_gemm_avx2,
@@ -458,6 +493,8 @@ static const tokd_packed_traits PACKED_AVX2[] = {
 static const tokd_packed_traits PACKED_AVXVNNI[] = {
     {GGML_TYPE_Q4_1, q4_1_group_bytes, act_bytes, q4_1_prep_avx2, q4_1_pack, tokd_packed_q4_1_gemm_avxvnni,
      q4_1_ref_dot, TOKD_PK_BIAS_S, 16},
+    {GGML_TYPE_Q5_1, q5_1_group_bytes, act_bytes, q4_1_prep_avx2, q5_1_pack, tokd_packed_q5_1_gemm_avxvnni,
+     q5_1_ref_dot, TOKD_PK_BIAS_S, 16},
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep_avx2, q4_0_pack, tokd_packed_q4_0_gemm_avxvnni, q4_0_ref_dot, 8, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep_avx2, q5_0_pack, tokd_packed_q5_0_gemm_avxvnni, q5_0_ref_dot,
      16, 16},
@@ -503,7 +540,8 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
            VNNI CPUs before Ice Lake lack; Q3_K and Q2_K share its code. There they take
            the AVX2 forms (same layouts). */
         const bool k16 = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q2_K;
-        if ((k16 && !c->gfni) || type == GGML_TYPE_Q4_1) return tokd_packed_get_avx2(type); /* Q4_1: AVX2 only */
+        if ((k16 && !c->gfni) || type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1) /* Q4_1, Q5_1: AVX2 forms only */
+            return tokd_packed_get_avx2(type);
         return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
     }
     /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */

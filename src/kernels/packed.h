@@ -28,6 +28,7 @@
  *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
  * Q4_1 (AVX2 forms only) keeps no pairs: block b at b * 320, five whole lines: the 16
  * rows' fp16 d, their 16 fp16 m (one line), then Q4_0's 4 vectors (nibbles 0..15).
+ * Q5_1 likewise at b * 384: Q4_1's block, then a fifth-bit vector as Q5_0's.
  *
  * AVX-512 Q4_0 groups 32 rows instead ("x32"; other paths and other types: 16). Block b
  * of a group is 576 bytes, nine whole lines, at b * 576: the 32 rows' fp16 scales (row
@@ -48,7 +49,7 @@
  * Activation rows are prepared once per matmul (prep): the Q8_0 activation quantiser's
  * blocks, rearranged as nb*32 quant bytes, nb float scales, and nb int32 corrections
  * (-8 * the block's quant sum for Q4_0 weights, -16 for Q5_0, -128 for Q8_0), so the
- * kernel starts each block sum at the correction and never subtracts. For Q4_1 (bias
+ * kernel starts each block sum at the correction and never subtracts. For Q4_1 and Q5_1 (bias
  * TOKD_PK_BIAS_S) the last nb words are instead floats: each block's s as Q8_1 has it,
  * fp16(d * sum of the quants) with d = amax / 127 before its own rounding.
  *
@@ -83,9 +84,9 @@
  * Q4_0, q - 16 for Q5_0) and activation quants. This differs from the unpacked
  * vec_dot's order, so a matrix is either packed for every product or for none: batch
  * invariance holds because decode and prefill both go through packed_gemm.
- * Q4_1 the same with its min term after each block's: out = fmaf(dx_b * dy_b,
- * (float)isum_b, out); out = fmaf(mx_b, sy_b, out), with isum_b over the unsigned
- * nibbles (0..15) and sy_b the activation block's s (above). */
+ * Q4_1 and Q5_1 the same with a min term after each block's: out = fmaf(dx_b * dy_b,
+ * (float)isum_b, out); out = fmaf(mx_b, sy_b, out), with isum_b over the unsigned values
+ * (0..15, 0..31) and sy_b the activation block's s (above). */
 #ifndef TOKD_KERNELS_PACKED_H
 #define TOKD_KERNELS_PACKED_H
 
@@ -96,7 +97,7 @@
 #include "kernels/page_prime.h"
 
 #define TOKD_PACK_ROWS 16
-/* prep's bias for Q4_1: the block's s (a float) in place of a correction (below) */
+/* prep's bias for Q4_1 and Q5_1: the block's s (a float) in place of a correction (below) */
 #define TOKD_PK_BIAS_S INT32_MIN
 
 /* Unaligned loads from a prepared activation row (quants in groups of four, float
@@ -245,7 +246,7 @@ const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t 
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
  * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms the same types
  * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI,
- * and Q4_1, which AVX-512 CPUs take in its AVX2 form. */
+ * and Q4_1 and Q5_1, which AVX-512 CPUs take in their AVX2 forms. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
@@ -283,6 +284,10 @@ void tokd_packed_q6_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w
 void tokd_packed_q4_1_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q4_1_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                   const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_1_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_1_gemm_avxvnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                    const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q5_0_gemm_avx2(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                 const void *act, size_t as, float *y, int64_t ldy);

@@ -11,8 +11,8 @@
  * bit, as in packed_avx512.c: out = fmaf(dx * dy, (float)isum, out) per block, in block
  * order.
  *
- * Q4_1 (q4_1_tile) sums its unsigned nibbles as Q4_0's with no correction, then adds
- * each block's min term, fmaf(mx, sy, out), after the scale term.
+ * Q4_1 and Q5_1 (q4_1_5_1_tile) sum their unsigned values as Q4_0 and Q5_0 with no
+ * correction, then add each block's min term, fmaf(mx, sy, out), after the scale term.
  *
  * CPUs with AVX-VNNI (VEX-encoded vpdpbusd on 256-bit vectors: Intel since Alder Lake,
  * AMD since Zen 5) get the same kernel with that one instruction for the two, the same
@@ -40,6 +40,7 @@
 #define BLOCK_BYTES (16 * 18) /* one block of a 16-row group: 16 fp16 scales, 4 x 64 quant bytes */
 #define Q5_0_BLOCK_BYTES (16 * 22) /* Q5_0: Q4_0's block plus 64 bytes of fifth bits */
 #define Q4_1_BLOCK_BYTES (16 * 20) /* Q4_1: 16 d, 16 m, Q4_0's 4 vectors (packed.h) */
+#define Q5_1_BLOCK_BYTES (16 * 24) /* Q5_1: Q4_1's block plus 64 bytes of fifth bits */
 #define Q4K_SB 2304           /* Q4_K: packed bytes of one super-block of 16 rows (packed.c) */
 #define Q5K_SB (Q4K_SB + 512) /* Q5_K: Q4_K's super-block plus 8 vectors of fifth bits */
 #define Q4K_ACT 276           /* Q4_K, Q5_K: prepared activation bytes per super-block */

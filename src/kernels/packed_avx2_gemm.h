@@ -208,36 +208,48 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
     else
         PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, y, ldy);
 }
-/* Q4_1 (packed.h): Q4_0's nibble sums with no correction, both halves of the 16 rows per
- * broadcast (q4_0_rows_tile's form, for one or several activation rows), then per block
- * and half out = fmaf(dx * dy, (float)isum, out) and out = fmaf(mx, sy, out). */
-PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                         int64_t ldy) {
+/* Q4_1 (q5 = 0) and Q5_1 (q5 = 1: each group's values take their fifth bit from the
+ * block's fifth-bit vector, as Q5_0's) (packed.h): the unsigned sums with no correction,
+ * both halves of the 16 rows per broadcast (q4_0_rows_tile's form, for one or several
+ * activation rows), then per block and half out = fmaf(dx * dy, (float)isum, out) and
+ * out = fmaf(mx, sy, out). The int16 sums hold eight steps of nibbles but four of 5-bit
+ * values: Q5_1's first four go to int32 (s32) before the last four start. */
+PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
+                                             float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
     PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32, sy_off = (size_t)nb * 36;
+    const size_t block_bytes = q5 ? Q5_1_BLOCK_BYTES : Q4_1_BLOCK_BYTES;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = w + (size_t)b * Q4_1_BLOCK_BYTES, *qv = blk + 64, *ab = act + (size_t)b * 32;
+        const uint8_t *blk = w + (size_t)b * block_bytes, *qv = blk + 64, *ab = act + (size_t)b * 32;
         if (R > 1)
-            for (size_t l = 0; l < Q4_1_BLOCK_BYTES; l += 64)
-                _mm_prefetch((const char *)blk + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
+            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
         else { /* decode: as q4_5_0_tile */
-            tokd_page_prime(blk, Q4_1_BLOCK_BYTES);
-            for (size_t l = 0; l < Q4_1_BLOCK_BYTES; l += 64)
+            tokd_page_prime(blk, block_bytes);
+            for (size_t l = 0; l < block_bytes; l += 64)
                 _mm_prefetch((const char *)blk + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
         }
-        __m256i p[2][MAX_R];
+        __m256i p[2][MAX_R], s32[2][MAX_R];
 #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) p[0][r] = p[1][r] = _mm256_setzero_si256();
+        for (int r = 0; r < R; r++) p[0][r] = p[1][r] = s32[0][r] = s32[1][r] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) {
             if (g == 4) PK_LOADS_HERE(); /* the high nibbles load their vectors again, not from the stack */
+            if (g == 4 && q5 && !PK_VNNI)
+#pragma GCC unroll 4
+                for (int r = 0; r < R; r++) {
+                    s32[0][r] = PK_NAME(pairs32)(p[0][r]), s32[1][r] = PK_NAME(pairs32)(p[1][r]);
+                    p[0][r] = p[1][r] = _mm256_setzero_si256();
+                }
             __m256i u[2];
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * (g & 3) + 32 * h));
                 u[h] = _mm256_and_si256(g < 4 ? v : _mm256_srli_epi16(v, 4), m4);
+                if (q5)
+                    u[h] = PK_NAME(q5k_merge)(u[h], _mm256_loadu_si256((const __m256i *)(qv + 256 + 32 * h)),
+                                              2 * (g & 3) + (g >> 2));
             }
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
@@ -245,7 +257,7 @@ PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uin
                 if (PK_VNNI) { /* int32 sums: vpdpbusd */
                     p[0][r] = PK_NAME(dp4)(p[0][r], u[0], a);
                     p[1][r] = PK_NAME(dp4)(p[1][r], u[1], a);
-                } else { /* int16 sums (padd): eight steps of nibbles fit */
+                } else { /* int16 sums (padd) */
                     p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
                     p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
                 }
@@ -259,7 +271,7 @@ PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uin
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as;
-                const __m256i isum = PK_VNNI ? p[h][r] : PK_NAME(pairs32)(p[h][r]);
+                const __m256i isum = PK_VNNI ? p[h][r] : _mm256_add_epi32(s32[h][r], PK_NAME(pairs32)(p[h][r]));
                 const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
                 acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[h][r]);
                 acc[h][r] = _mm256_fmadd_ps(mx, _mm256_set1_ps(tokd_pk_ld_f32(a + sy_off + 4 * b)), acc[h][r]);
@@ -267,6 +279,14 @@ PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uin
         }
     }
     PK_NAME(rows_store)(R, acc, y, ldy);
+}
+PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                         int64_t ldy) {
+    PK_NAME(q4_1_5_1_tile)(0, nb, w, act, as, R, y, ldy);
+}
+PK_TARGET INLINE void PK_NAME(q5_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+                                         int64_t ldy) {
+    PK_NAME(q4_1_5_1_tile)(1, nb, w, act, as, R, y, ldy);
 }
 PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
                                          int64_t ldy) {
@@ -933,6 +953,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
 PK_GEMM(tokd_packed_q4_0_gemm, group_tile, 32)
 PK_GEMM(tokd_packed_q5_0_gemm, q5_0_tile, 32)
 PK_GEMM(tokd_packed_q4_1_gemm, q4_1_tile, 32)
+PK_GEMM(tokd_packed_q5_1_gemm, q5_1_tile, 32)
 PK_GEMM(tokd_packed_q8_0_gemm, q8_0_tile, 32)
 PK_GEMM(tokd_packed_q4_K_gemm, q4k_tile, 256)
 PK_GEMM(tokd_packed_q5_K_gemm, q5k_tile, 256)
