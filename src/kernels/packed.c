@@ -430,28 +430,28 @@ static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
     return block32_ref_dot(K, row, sizeof(tokd_block_q8_0), act, q8_0_isum);
 }
 
-/* Q4_1's contract (packed.h) from a file-layout row and Q8_1 activation blocks, whose s
- * is the prepared row's */
-static float q4_1_ref_dot(int64_t K, const void *row, const void *act) {
-    const tokd_block_q4_1 *x = row;
-    const tokd_block_q8_1 *y = act;
+/* Q4_1's and Q5_1's contract (packed.h) from file-layout rows, whose blocks start with
+ * fp16 d and m, block_bytes apart, and Q8_1 activation blocks, whose s is the prepared
+ * row's. */
+static float min_block_ref_dot(int64_t K, const uint8_t *row, size_t block_bytes, const tokd_block_q8_1 *y,
+                               int32_t (*isum)(const void *x, const tokd_block_q8_1 *y)) {
     float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++) {
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q4_1_isum(&x[b], &y[b]), out);
-        out = fmaf(tokd_f16_to_f32(x[b].m), tokd_f16_to_f32(y[b].s), out);
+    for (int64_t b = 0; b < K / QK; b++, row += block_bytes) {
+        uint16_t d, m;
+        memcpy(&d, row, 2);
+        memcpy(&m, row + 2, 2);
+        out = fmaf(tokd_f16_to_f32(d) * tokd_f16_to_f32(y[b].d), (float)isum(row, &y[b]), out);
+        out = fmaf(tokd_f16_to_f32(m), tokd_f16_to_f32(y[b].s), out);
     }
     return out;
 }
-
+static int32_t q4_1_isum(const void *x, const tokd_block_q8_1 *y) { return tokd_q4_1_isum(x, y); }
+static int32_t q5_1_isum(const void *x, const tokd_block_q8_1 *y) { return tokd_q5_1_isum(x, y); }
+static float q4_1_ref_dot(int64_t K, const void *row, const void *act) {
+    return min_block_ref_dot(K, row, sizeof(tokd_block_q4_1), act, q4_1_isum);
+}
 static float q5_1_ref_dot(int64_t K, const void *row, const void *act) {
-    const tokd_block_q5_1 *x = row;
-    const tokd_block_q8_1 *y = act;
-    float out = 0.0f;
-    for (int64_t b = 0; b < K / QK; b++) {
-        out = fmaf(tokd_f16_to_f32(x[b].d) * tokd_f16_to_f32(y[b].d), (float)tokd_q5_1_isum(&x[b], &y[b]), out);
-        out = fmaf(tokd_f16_to_f32(x[b].m), tokd_f16_to_f32(y[b].s), out);
-    }
-    return out;
+    return min_block_ref_dot(K, row, sizeof(tokd_block_q5_1), act, q5_1_isum);
 }
 
 static const tokd_packed_traits PACKED[] = {

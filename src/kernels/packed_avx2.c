@@ -1,4 +1,4 @@
-/* packed_avx2.c — the packed Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K products (packed.h) with
+/* packed_avx2.c — the packed Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K products (packed.h) with
  * AVX2, for CPUs without AVX-512 VNNI, and their 32-weight types' activation row
  * preparation.
  *

@@ -151,6 +151,26 @@ PK_TARGET INLINE void PK_NAME(rows_store)(int R, __m256 acc[2][MAX_R], float *y,
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[h][r]);
 }
 
+/* One k-group step of the 32-weight rows tiles: group g's four activation bytes of each
+ * row (ab: the block's bytes of row 0, rows as apart; the low nibbles' groups 0-3 at 4g,
+ * the high ones' at 16 + 4(g - 4)) broadcast into both halves' sums p[h][r] against the
+ * halves' weight vectors u[h]: int32 sums with dp4 (int32_sums), else int16 with padd. */
+PK_TARGET INLINE void PK_NAME(rows_step)(int R, int int32_sums, __m256i p[2][MAX_R], const __m256i u[2], const uint8_t *ab,
+                                         size_t as, int g) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
+        if (int32_sums) {
+            p[0][r] = PK_NAME(dp4)(p[0][r], u[0], a);
+            p[1][r] = PK_NAME(dp4)(p[1][r], u[1], a);
+        } else {
+            p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
+            p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
+        }
+        PK_PIN(p[0][r], p[1][r]);
+    }
+}
+
 /* Q4_0 against several activation rows with vpmaddubsw: both halves of the 16 rows per
  * broadcast, as q4k_rows_tile. Per block, k-group g's two vectors (rows 0-7 and 8-15:
  * the low nibbles of vector g, or the high of vector g - 4) are unpacked and each
@@ -179,13 +199,7 @@ PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, cons
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * (g & 3) + 32 * h));
                 u[h] = _mm256_and_si256(g < 4 ? v : _mm256_srli_epi16(v, 4), m4);
             }
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
-                p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
-                p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
-                PK_PIN(p[0][r], p[1][r]);
-            }
+            PK_NAME(rows_step)(R, 0, p, u, ab, as, g);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
@@ -251,18 +265,7 @@ PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *
                     u[h] = PK_NAME(q5k_merge)(u[h], _mm256_loadu_si256((const __m256i *)(qv + 256 + 32 * h)),
                                               2 * (g & 3) + (g >> 2));
             }
-#pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
-                if (PK_VNNI) { /* int32 sums: vpdpbusd */
-                    p[0][r] = PK_NAME(dp4)(p[0][r], u[0], a);
-                    p[1][r] = PK_NAME(dp4)(p[1][r], u[1], a);
-                } else { /* int16 sums (padd) */
-                    p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
-                    p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
-                }
-                PK_PIN(p[0][r], p[1][r]);
-            }
+            PK_NAME(rows_step)(R, PK_VNNI, p, u, ab, as, g);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
