@@ -226,9 +226,9 @@ typedef struct {
     void (*pack)(const void *rows, size_t row_bytes, void *dst, int64_t K);
     tokd_packed_gemm_fn gemm;                            /* selected SIMD implementation */
     /* the contract above, from an unpacked row and an activation row in the weight
-       type's vec_dot format (Q8_0 or Q8_K blocks): the reference gemm is tested against */
+       type's vec_dot format (Q8_0, Q8_1 or Q8_K blocks): the reference gemm is tested against */
     float (*ref_dot)(int64_t K, const void *row, const void *act);
-    /* Q4_0 / Q8_0: prep's corrections are -act_bias * the block's quant sum; Q4_1:
+    /* Q4_0 / Q8_0: prep's corrections are -act_bias * the block's quant sum; Q4_1, Q5_1:
        TOKD_PK_BIAS_S (tests) */
     int32_t act_bias;
     /* rows of a group: 16 (TOKD_PACK_ROWS), or 32 for AVX-512 Q4_0 (the layouts above);
