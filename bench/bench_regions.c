@@ -11,13 +11,19 @@
  *   probe   the bandwidth probe of `tokd bench` (bench.h), measured right before each.
  *   step    a real decode step (tokd_forward, one token at position 64, tg128's mean),
  *           whose weight bytes are the products'.
+ *   cached  each packed form's real kernel alone on one thread, decode, over the first
+ *           groups of one of its matrices that fit in L2 (CACHED_BYTES), again and again:
+ *           the rate its arithmetic allows with no DRAM behind it.
  * It prints the medians (and quartiles) of kernel/probe, read/probe and kernel/read:
  * read/probe is what the region structure costs (activation preparation on the caller,
  * waking the workers, threads finishing apart, each chunk's stream starting cold),
  * kernel/read what the kernels' arithmetic costs on top; and step/kernel, what the
  * serial stages between the products (attention, RoPE and the KV write, norms, adds,
  * SwiGLU) cost a whole step beyond its products, net of the prefetch windows that keep
- * the bus busy while they run.
+ * the bus busy while they run. Per form, cached x threads / probe: how far the kernels'
+ * arithmetic is above the machine's read rate. Near 1 a form is as much bound by its
+ * instructions as by memory; a host whose cores are shared (an SMT sibling busy) lowers
+ * it, and the probe much less.
  *
  *   build:  make bench
  *   run:    build/bench/bench_regions MODEL.gguf [ROUNDS]    (default 21 rounds, 2 threads)
@@ -147,6 +153,29 @@ static double decode_step(tokd_ctx *c, float *logits, int32_t vocab) {
     return dt;
 }
 
+/* One form's real kernel on one thread, decode (one activation row prepared from x),
+ * over the first groups of W that fit in CACHED_BYTES, repeated for about 20 ms after a
+ * first pass brings them into cache: weight bytes a second. The kernel's prefetches
+ * still run ahead past those groups, as they do in a step. */
+#define CACHED_BYTES ((size_t)160 << 10)
+static double cached_rate(const tokd_matrix *W, const tokd_packed_traits *pk, const float *x, void *act, float *y) {
+    const int64_t all = (W->n_out + pk->group_rows - 1) / pk->group_rows;
+    int64_t groups = (int64_t)(CACHED_BYTES / W->group_bytes);
+    if (groups < 1) groups = 1;
+    if (groups > all) groups = all;
+    pk->prep(x, act, W->K);
+    pk->gemm(W->K, groups, W->packed, W->group_bytes, 1, act, pk->act_bytes(W->K), y, 0);
+    long passes = 0;
+    const double t0 = tokd_now();
+    double t;
+    do {
+        for (int i = 0; i < 16; i++) pk->gemm(W->K, groups, W->packed, W->group_bytes, 1, act, pk->act_bytes(W->K), y, 0);
+        passes += 16;
+        t = tokd_now() - t0;
+    } while (t < 0.02);
+    return (double)passes * (double)groups * (double)W->group_bytes / t;
+}
+
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -213,6 +242,22 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < widest; i++) b.x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     tokd_bench_reader *rd = tokd_bench_reader_new((size_t)512 << 20);
 
+    /* each form's first matrix, for the cached rates */
+    int form_mat[16], n_cached = 0;
+    for (int i = 0; i < v.n; i++) {
+        int seen = 0;
+        for (int f = 0; f < n_cached; f++) seen |= v.real[form_mat[f]] == v.real[i];
+        if (!seen && n_cached < 16) form_mat[n_cached++] = i;
+    }
+    size_t cached_act = 0;
+    for (int f = 0; f < n_cached; f++) {
+        const size_t a = v.real[form_mat[f]]->act_bytes(v.mat[form_mat[f]]->K);
+        if (a > cached_act) cached_act = a;
+    }
+    void *cact = tokd_aligned_alloc(cached_act);
+    float *cy = tokd_xcalloc(CACHED_BYTES, sizeof(float)); /* more outputs than any fitting groups have */
+    static double cached[16][MAX_ROUNDS];
+
     static double kernel[MAX_ROUNDS], reader[MAX_ROUNDS], ratio[MAX_ROUNDS], step[MAX_ROUNDS], serial[MAX_ROUNDS];
     const double bytes = step_bytes(m);
     products(m, pool, &b); /* warm-up */
@@ -237,6 +282,11 @@ int main(int argc, char **argv) {
         }
         ratio[r] = rate[0] / rate[1];
         serial[r] = rate[2] / rate[0];
+        const double bw = tokd_bench_reader_measure(rd, pool, 3);
+        for (int f = 0; f < n_cached; f++) {
+            const int i = form_mat[f];
+            cached[f][r] = cached_rate(v.mat[i], v.real[i], b.x, cact, cy) * cp.n_threads / bw;
+        }
     }
     use(&v, 0);
     printf("%s: one decode step's products, 2 threads, %d rounds (medians of per-round ratios)\n", argv[1], rounds);
@@ -245,6 +295,15 @@ int main(int argc, char **argv) {
     print_stat("kernel/read", ratio, rounds);
     print_stat("step/probe", step, rounds);
     print_stat("step/kernel", serial, rounds);
+    for (int f = 0; f < n_cached; f++) {
+        const tokd_matrix *W = v.mat[form_mat[f]];
+        char name[64];
+        snprintf(name, sizeof name, "cached %s", W->tt->name);
+        printf("%d threads x one thread's rate in L2 over the probe (K %lld):\n", cp.n_threads, (long long)W->K);
+        print_stat(name, cached[f], rounds);
+    }
+    free(cy);
+    free(cact);
     tokd_bench_reader_free(rd);
     tokd_ctx_free(c);
     tokd_model_free(m);
