@@ -56,6 +56,7 @@ static void read_only_gemm(int64_t K, int64_t n_groups, const void *w, size_t gr
 /* Every packed matrix with its real traits and a copy whose gemm only reads. */
 typedef struct {
     int n, n_forms;
+    int first[16]; /* each form's first matrix (the cached rates) */
     tokd_matrix *mat[MAX_MATRICES];
     const tokd_packed_traits *real[MAX_MATRICES], *reader[MAX_MATRICES];
     tokd_packed_traits forms[16];
@@ -69,6 +70,7 @@ static int add_matrix(variants *v, tokd_matrix *W) {
         if (f == 16) return -1;
         v->forms[f] = *W->pk;
         v->forms[f].gemm = read_only_gemm;
+        v->first[f] = v->n;
         v->n_forms++;
     }
     v->mat[v->n] = W;
@@ -242,13 +244,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < widest; i++) b.x[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     tokd_bench_reader *rd = tokd_bench_reader_new((size_t)512 << 20);
 
-    /* each form's first matrix, for the cached rates */
-    int form_mat[16], n_cached = 0;
-    for (int i = 0; i < v.n; i++) {
-        int seen = 0;
-        for (int f = 0; f < n_cached; f++) seen |= v.real[form_mat[f]] == v.real[i];
-        if (!seen && n_cached < 16) form_mat[n_cached++] = i;
-    }
+    const int n_cached = v.n_forms, *form_mat = v.first;
     size_t cached_act = 0;
     for (int f = 0; f < n_cached; f++) {
         const size_t a = v.real[form_mat[f]]->act_bytes(v.mat[form_mat[f]]->K);
