@@ -128,28 +128,35 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * line of the K-quants (below), and of the 32-weight types with several activation rows.
  * Medians of interleaved runs, 2048-row matrices from DRAM, one thread: 16 activation
  * rows 150-183 G MAC/s without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the
- * 32-weight types primes pages instead (page_prime.h), and Q4_0/Q5_0 also prefetch every
- * line TOKD_PK_DECODE_LINE_PF ahead. */
+ * 32-weight types primes pages instead (page_prime.h), and most also prefetch every
+ * line (TOKD_PK_DECODE_LINE_PF, TOKD_PK_AVX2_DECODE_LINE_PF). */
 #ifndef TOKD_PK_PF_DIST
 #define TOKD_PK_PF_DIST 6144
 #endif
-/* That distance for Q4_0 and Q5_0 decode (both paths). AVX-512: each model's decode
- * products alone, two builds alternated in one process (TinyLlama shape, 2 threads,
- * medians of 7 rounds): Q4_0 1.030, 1.050 and 1.069, Q5_0 1.069, where two identical
- * builds read 1.035 and 1.037 (the harness's own lean); whole `tokd bench` runs
- * alternated with the build before: Q4_0 ahead in 5 of 7 pairs, median share 81.7 %
- * against 80.7 %. AVX2 (TOKD_KERNELS=avx2 on the AVX-512 machine): Q4_0 ahead in 7 of 8
- * pairs (fast-state shares 64-77 % against 59-74 %; BENCHMARKS.md, thirteenth session).
- * A small gain, kept. Q8_0, with half the arithmetic per byte, streams at 94-96 % of the
- * probe on priming alone: 4 KB ahead gave it 0.918 and 0.952, and it lost 6 of 6
- * whole-run pairs. */
-#define TOKD_PK_DECODE_LINE_PF 3072
+/* AVX-512 decode of Q4_0 and Q5_0 also prefetches every line this far ahead, with
+ * prefetchnta. On the AMD EPYC Zen 5 host (2 cores) one core reads at most ~44 GB/s
+ * however it asks (plain loads; prefetcht0, t1, t2 or nta; one to four streams: 39-42
+ * GB/s in the same minutes) and two cores read twice that, so each core's outstanding
+ * misses are the bound. Each form's packed decode kernel streaming 512 MB on two threads,
+ * variants alternated in one process (medians of 11, probe 83-86 GB/s): Q4_0 82.0-82.7
+ * GB/s with prefetcht0 3 KB ahead (the earlier AVX-512 host's choice), 85.3-85.8 with
+ * prefetchnta 6 KB ahead, 80.9-81.5 with nta 3 KB ahead; Q5_0 the same (79.8-83.6) with
+ * either. Whole `tokd bench` tg runs alternated with the t0 build: Q4_0 ahead in 6 of 6
+ * pairs, median share 88.2 % against 85.9 %. Two kept nothing in the whole model though
+ * they streamed faster alone: Q8_0 with nta lines 4 KB ahead (86.5 against 81.3-84.7
+ * GB/s alone; its decode products' kernel/read in bench_regions 0.93-1.00 against
+ * 1.01-1.02), and the Q4_K quarters (below) with nta (84.0-85.4 against 79.6-81.4 GB/s
+ * alone; Q4_K_M tg behind in 5 of 6 pairs, 76.9 % against 80.1 %). Q8_0 keeps page
+ * priming alone, as on the earlier host, where its lines 4 KB ahead (prefetcht0) lost
+ * 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0 1.030-1.069 and Q5_0 1.069 of the
+ * build without (BENCHMARKS.md, thirteenth and thirtieth sessions). */
+#define TOKD_PK_DECODE_LINE_PF 6144
 /* The AVX2 kernels' decode of Q4_0, Q5_0 and Q8_0 prefetch every line this far ahead, as
  * well as priming pages. Measured on an AVX2-only AMD EPYC (Zen 3, 2 cores), where these
  * kernels are the ones decode runs: each thread streaming 200 MB of one type's packed
  * groups, alternated with the read probe (medians of 9 rounds), Q8_0 0.64 of the probe
  * on priming alone, 0.85-0.99 with lines 512-12288 bytes ahead and 1.07 at 4096; Q4_0
- * 0.91 at 3072 (the AVX-512 distance above), 1.05 at 4096 and 4608, 0.92 at 6144-8192;
+ * 0.91 at 3072 (the AVX-512 distance then), 1.05 at 4096 and 4608, 0.92 at 6144-8192;
  * Q5_0 0.92 and 1.07 (BENCHMARKS.md, twenty-first session). */
 #define TOKD_PK_AVX2_DECODE_LINE_PF 4096
 /* AVX-512 decode of Q4_0, Q5_0 and Q8_0 primes each page this much further ahead than
