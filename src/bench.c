@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/packed.h" /* the probe's Q8_0 form, TOKD_PK_AVX2_DECODE_LINE_PF, page_prime.h */
+#include "kernels/packed.h" /* the probe's Q8_0 form, the decode line distances, page_prime.h */
 #include "model.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -37,7 +37,11 @@ void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n) {
  * the decode kernels also prefetch every line 4 KB ahead (packed.h,
  * TOKD_PK_AVX2_DECODE_LINE_PF), and so does the probe: on an AVX2-only Zen 3, alternated
  * pass by pass (medians of 11), 30.0-31.7 GB/s with the lines against 26.5-28.0 without,
- * 27.5-27.8 with them 3 or 6 KB ahead (BENCHMARKS.md, twenty-first session).
+ * 27.5-27.8 with them 3 or 6 KB ahead (BENCHMARKS.md, twenty-first session). The AVX-512
+ * probe prefetches every line too, as the AVX-512 Q4_0 decode does: 6 KB ahead with
+ * prefetchnta (packed.h, TOKD_PK_DECODE_LINE_PF). On the Zen 5 host that read 1-5 % more
+ * than the loop without, alternated pass by pass (medians of 11, five runs, 69-90 GB/s;
+ * BENCHMARKS.md, thirtieth session).
  *
  * No read loop is known to be the fastest reader on every machine: on that Zen 3 the
  * Q8_0 decode kernel, arithmetic and all, read 1.03-1.13x what the loop read beside it
@@ -54,6 +58,7 @@ __attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p,
     size_t i = 0;
     for (; i + 256 <= n; i += 256) {
         tokd_page_prime(p + i, 256);
+        for (int l = 0; l < 4; l++) _mm_prefetch((const char *)p + i + TOKD_PK_DECODE_LINE_PF + 64 * l, _MM_HINT_NTA);
         a0 = _mm512_xor_si512(a0, _mm512_loadu_si512((const void *)(p + i)));
         a1 = _mm512_xor_si512(a1, _mm512_loadu_si512((const void *)(p + i + 64)));
         a2 = _mm512_xor_si512(a2, _mm512_loadu_si512((const void *)(p + i + 128)));
