@@ -203,13 +203,24 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
  * 1.015; whole `tokd bench` tg runs alternated with the build before: Q4_K_M ahead in 8
  * of 8 pairs (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3 (BENCHMARKS.md, thirteenth session).
  * Eighths (one per sub-block) read 0.93-0.95 against the burst, halves 0.98-1.05 against
- * quarters. Q6_K's tile lost with every split tried (quarters and halves 0.95-1.02,
- * sixteenths 0.55-0.74), so it keeps the burst. (Those splits were __builtin_prefetch in
- * an unrolled loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K
- * kernel: tokd_pk_prefetch_here. Not re-measured on the AVX-512 host.) */
+ * quarters. Q6_K's tile lost with every split tried there (quarters and halves
+ * 0.95-1.02, sixteenths 0.55-0.74); those splits were __builtin_prefetch in an unrolled
+ * loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K kernel. */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
     const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
     for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 3);
+}
+/* AVX-512 Q6_K decode spreads its line prefetches in quarters too, issued with
+ * tokd_pk_prefetch_here so that the unrolled sub-block loop keeps them apart. On the Zen 5
+ * host, its decode kernel streaming 512 MB on two threads, alternated in one process with
+ * the burst (medians of 11, a noisy hour, probe 63-79 GB/s): 56.8 and 64.2 GB/s against
+ * 55.4-59.6 at K 2048, 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less,
+ * sixteenths nothing. Whole Q4_K_M tg runs alternated with the burst build: tok/s ahead
+ * in 11 of 12 pairs, share in 9 (medians of two batches 85.1 % against 78.3 % and 78.1 %
+ * against 77.3 %; BENCHMARKS.md, thirtieth session). */
+static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter_here(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
+    const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)c * n_lines / 4, l1 = (size_t)(c + 1) * n_lines / 4;
+    for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(sb + dist + 64 * l);
 }
 /* What Q4_K and Q5_K do at the start of super-block sb: the burst for several activation
  * rows, and for decode only the page priming (its lines follow by quarters). */
