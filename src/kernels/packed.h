@@ -182,8 +182,9 @@ static inline __attribute__((always_inline)) void tokd_pk_prefetch_here(const vo
 /* The K-quant kernels' prefetches, `dist` bytes ahead of super-block sb: both paths'
  * prefill, and the AVX-512 path's decode (the AVX2 decode spreads its own line
  * prefetches and primes no page; packed_avx2_gemm.h, k4_half and k16_decode, say why).
- * tokd_pk_kq_prefetch: every line at once, for decode (R = 1) and prefill alike; decode
- * also primes the page beyond that window (page_prime.h). Without the hardware
+ * tokd_pk_kq_prefetch: every line at once, for prefill, and for the decode (R = 1) of
+ * Q2_K and Q3_K (Q4_K, Q5_K and Q6_K spread theirs, below); decode also primes the page
+ * beyond that window (page_prime.h). Without the hardware
  * prefetcher's help the K-quant kernels read at about half the probe's rate (no software
  * prefetch), so the per-line prefetches carry the stream, and a page primed ahead of them
  * starts it there early. Q4_K_M's decode products alone, two builds alternated in one
