@@ -191,11 +191,14 @@ static void check_matmul_n(void) {
     tokd_pool_free(pool);
 }
 
-/* How a product is cut among threads changes no bit: decode (one activation row, guided
- * chunks that shrink as the region goes on, one chunk may span two matrices) and a few
- * rows, 1..8 threads, against one thread. Packed (Q4_0, Q4_K where the CPU has the
- * kernels) and file-layout matrices (Q8_0, F32); rows not a multiple of 16 for the
- * latter; three matrices in one tokd_matmul_n region. */
+/* How a product is cut among threads changes no bit, and every output is written:
+ * decode (one activation row; each thread's share claimed from the front and stolen
+ * from the back, a share may span two matrices) and a few rows, 1..8 threads, against
+ * one thread, each product run several times into outputs filled with NaN first (with
+ * more threads than the machine's cores, threads are descheduled mid-region and the
+ * others steal their shares at different points each time). Packed (Q4_0, Q4_K where
+ * the CPU has the kernels) and file-layout matrices (Q8_0, F32); rows not a multiple of
+ * 16 for the latter; three matrices in one tokd_matmul_n region. */
 static void check_thread_split(void) {
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q8_0, GGML_TYPE_F32};
     static const int64_t n_outs[3] = {2400, 48, 1040};
@@ -231,11 +234,14 @@ static void check_thread_split(void) {
             for (int threads = 2; threads <= 8; threads++) {
                 tokd_pool *pool = tokd_pool_new(threads);
                 int same_single = 1, same_n = 1;
-                tokd_matmul(pool, &M[0], X, K, nr, got[0], ld[0], scratch);
-                same_single = memcmp(got[0], ref[0], sizeof(float) * (size_t)(ld[0] * nr)) == 0;
-                for (int m = 0; m < 3; m++) memset(got[m], 0xFF, sizeof(float) * (size_t)(ld[m] * nr));
-                tokd_matmul_n(pool, 3, Mp, X, K, nr, got, ld, scratch);
-                for (int m = 0; m < 3; m++) same_n &= memcmp(got[m], ref[m], sizeof(float) * (size_t)(ld[m] * nr)) == 0;
+                for (int rep = 0; rep < 6; rep++) {
+                    memset(got[0], 0xFF, sizeof(float) * (size_t)(ld[0] * nr));
+                    tokd_matmul(pool, &M[0], X, K, nr, got[0], ld[0], scratch);
+                    same_single &= memcmp(got[0], ref[0], sizeof(float) * (size_t)(ld[0] * nr)) == 0;
+                    for (int m = 0; m < 3; m++) memset(got[m], 0xFF, sizeof(float) * (size_t)(ld[m] * nr));
+                    tokd_matmul_n(pool, 3, Mp, X, K, nr, got, ld, scratch);
+                    for (int m = 0; m < 3; m++) same_n &= memcmp(got[m], ref[m], sizeof(float) * (size_t)(ld[m] * nr)) == 0;
+                }
                 CHECK(same_single && same_n, "%s%s, %lld rows, %d threads: matmul %s, matmul_n %s", t->name,
                       pk ? " packed" : "", (long long)nr, threads, same_single ? "same" : "DIFFERS", same_n ? "same" : "DIFFERS");
                 tokd_pool_free(pool);
@@ -342,11 +348,11 @@ static void check_matmul_pair(void) {
     CHECK(bad == 0, "matmul_pair: %d of %d cases differ from two products and SwiGLU after them", bad, cases);
 }
 
-/* tokd_matmul_prefetch_next hands thread ith the start of the first chunk it will take in
- * the decode product (the guided split of matmul.c: chunk c is ceil(remaining / 2nth)
- * units of 16 rows, at least 4, and thread ith starts on chunk ith), capped at max_bytes
- * and at the end of that chunk's matrix; the next region takes the windows; a product of
- * 4 or more rows (prefill) gets none. Packed and unpacked matrices, Q/K/V-like triples,
+/* tokd_matmul_prefetch_next hands thread ith the start of its share of the decode
+ * product (matmul.c: an equal part of the units of 16 rows counted across the matrices,
+ * in whole groups of the job's largest packed group), capped at max_bytes and at the end
+ * of the matrix the share starts in; the next region takes the windows; a product of 4
+ * or more rows (prefill) gets none. Packed and unpacked matrices, Q/K/V-like triples,
  * pairs (the gate/up pair decodes as two matrices in one region), 1 or 3 rows, and 2-3
  * threads. */
 static void check_prefetch_windows(void) {
@@ -384,22 +390,13 @@ static void check_prefetch_windows(void) {
                     for (int m = 0; m < n_mats; m++)
                         if (Ws[m]->pk && Ws[m]->pk->group_rows / 16 > align) align = Ws[m]->pk->group_rows / 16;
                     for (int m = 0; m < n_mats; m++) total += units[m] = ((Ws[m]->n_out + 15) / 16 + align - 1) / align * align;
-                    int64_t start = 0;
                     for (int ith = 0; ith < nth; ith++) {
-                        if (start >= total) { /* no chunk for this thread: no window */
+                        const int64_t start = total / align * ith / nth * align, end = total / align * (ith + 1) / nth * align;
+                        if (start >= end) { /* an empty share: no window */
                             bad += !(tokd_pool_pending_window(pool, ith, &w) && w.len == 0);
                             cases++;
                             continue;
                         }
-                        /* each thread's first chunk: an equal share of 9/10 of the units when
-                           that is at least 4 units, else the guided size */
-                        int64_t size = total * 9 / (10 * nth) / align * align;
-                        if (size < 4) {
-                            size = (total - start + 2 * nth - 1) / (2 * nth);
-                            if (size < 4) size = 4;
-                            size = (size + align - 1) / align * align;
-                        }
-                        int64_t end = start + size < total ? start + size : total;
                         int m = 0;
                         int64_t u = start;
                         while (u >= units[m]) u -= units[m++];
@@ -415,7 +412,6 @@ static void check_prefetch_windows(void) {
                         int ok = tokd_pool_pending_window(pool, ith, &w) && w.ptr == ptr && w.len == len;
                         bad += !ok;
                         cases++;
-                        start = end;
                     }
                     float *Y = calloc(2048, sizeof(float)), *X = calloc((size_t)K, sizeof(float));
                     void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, 1) + 64);
@@ -431,14 +427,14 @@ static void check_prefetch_windows(void) {
             free(M[m].packed);
         }
     }
-    CHECK(bad == 0, "prefetch windows: %d of %d differ from the threads' first chunks", bad, cases);
+    CHECK(bad == 0, "prefetch windows: %d of %d differ from the starts of the threads' shares", bad, cases);
 }
 
 /* With matrices that do not all share an activation form (packed Q4_K, Q6_K, Q4_K), the
  * windows are those of the first region tokd_matmul_n runs. Decode (one row): all three
- * (mixed_region), 64 + 8 + 8 units over two threads, thread 1 starting at unit 80 * 9 /
- * 20 = 36 of the first; two rows: the two Q4_K matrices, 64 + 8 units, thread 1 at unit
- * 72 * 9 / 20 = 32. */
+ * (mixed_region), 64 + 8 + 8 units over two threads, thread 1's share starting at unit
+ * 80 / 2 = 40 of the first; two rows: the two Q4_K matrices, 64 + 8 units, thread 1 at
+ * unit 72 / 2 = 36. */
 static void check_prefetch_windows_mixed(void) {
     const int64_t K = 512;
     static const uint32_t types[3] = {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q4_K};
@@ -456,7 +452,7 @@ static void check_prefetch_windows_mixed(void) {
     const uint8_t *base = M[0].packed;
     const size_t gb = M[0].group_bytes;
     for (int64_t rows = 1; rows <= 2; rows++) {
-        const size_t u = rows == 1 ? 36 : 32;
+        const size_t u = rows == 1 ? 40 : 36;
         tokd_matmul_prefetch_next(pool, 3, Mp, rows, (size_t)1 << 30);
         tokd_pool_window w0, w1;
         int ok = tokd_pool_pending_window(pool, 0, &w0) && tokd_pool_pending_window(pool, 1, &w1);

@@ -1,28 +1,31 @@
 /* matmul.c — see matmul.h.
  *
- * Work split: the outputs are cut into chunks of whole weight rows; thread ith starts on
- * chunk ith and then takes the next free chunk from an atomic counter, so a thread that
- * the OS deschedules (the machine is small and shared) does not stall the region: the
- * others take its remaining chunks. Every output is still computed whole, by one
- * vec_dot / vec_dot4 call, so which thread computes it changes nothing.
+ * Work split: the outputs are cut into runs of whole weight rows that threads claim
+ * as they go (below), so a thread that the OS deschedules (the machine is small and
+ * shared) does not stall the region: the others take its remaining rows. Every output
+ * is still computed whole, by one vec_dot / vec_dot4 / gemm call, so which thread
+ * computes it changes nothing.
  *
- * Decode (fewer than 4 activation rows): a chunk is a contiguous run of weight rows,
- * streamed once. Each thread's first chunk is an equal share of 9/10 of the rows; the
- * rest go in chunks that shrink as the region goes on (guided scheduling: each is
- * 1/(2*nth) of the rows not yet handed out, at least MIN_DECODE_UNITS units), so the
- * threads finish within a small chunk of each other. With equal chunks (four per
- * thread) the threads of a TinyLlama decode step finished a median 10 us and a 90th
- * percentile 37 us apart, in regions of ~125 us; guided from the start, 1.4 and 4 us,
- * and the step's products ran 2-5 % faster. Every chunk is a new stream that the
- * prefetchers must pick up again, so the long first chunks cut their count: alternated
- * step by step, first chunks of 4/5 against guided from the start gave 1.018 and 1.026
- * for Q4_0, 1.025 and 1.008 for Q4_K_M, 1.001 for Q8_0; 9/10 against 4/5, 1.019, 1.006
- * and 1.015 (medians of 9-11 rounds; BENCHMARKS.md, eleventh session).
- * The boundaries depend only on the shapes and the thread count, and no output depends
- * on them; so tokd_matmul_prefetch_next can tell each thread, before the product, where
- * its first chunk starts.
+ * Decode (fewer than 4 activation rows) is bound by each core's memory stream, and
+ * every new stream starts cold, so a thread's work stays one stream: thread ith owns an
+ * equal share of the product's rows (units of 16 rows, counted across the matrices of
+ * the region) and claims them from the front, an eighth of what is left at a time; a
+ * thread whose share is empty moves the back half of the fullest other share into its
+ * own and streams that. The threads then finish within a claim of each other (a core
+ * that the host slows, or that reads a little slower, gives up its tail), and only the
+ * thread that steals starts a new stream. Against the guided chunks used before (each
+ * thread's first chunk 9/10 of an equal share, the rest in shrinking chunks from a
+ * shared counter, each one a new stream), TinyLlama shape, 2 threads, alternated in one
+ * process: one decode step's products with a kernel that only reads its bytes read
+ * 0.90-0.95 of the read probe against 0.86-0.93 (Q4_K_M 0.945-0.948 against
+ * 0.864-0.882); whole decode steps were within the host's noise, from 2.6 % faster to
+ * 2.4 % slower (BENCHMARKS.md, thirty-first session). Which thread computes an output
+ * changes nothing. Each share's start depends
+ * only on the shapes and the thread count, so tokd_matmul_prefetch_next can tell each
+ * thread, before the product, where it will start.
  *
- * Prefill / batched decode: a chunk is a tile of TILE weight rows; the tile is walked
+ * Prefill / batched decode: thread ith starts on chunk ith and then takes the next free
+ * chunk from an atomic counter. A chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
  * for four rows), so the tile stays in L1/L2 while activation rows stream past it. The
  * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would.
@@ -37,9 +40,11 @@
  * chunk is the same rows of both matrices, and its epilogue (SwiGLU) runs on them as
  * soon as both are computed, so the element-wise step costs no region of its own.
  * Decode runs the two as one product of two matrices and SwiGLU in a region after it:
- * each decode chunk is then one contiguous stream instead of two, and alternating the
- * two every step in one process, the step ran 1.6 % faster for Q4_0, 1.1 % for Q4_K_M
- * and 0.5 % for Q8_0 (TinyLlama shape, 2 threads; BENCHMARKS.md, tenth session). */
+ * each thread's stream is then one matrix at a time instead of two side by side, and
+ * alternating the two every step in one process, the step ran 1.6 % faster for Q4_0,
+ * 1.1 % for Q4_K_M and 0.5 % for Q8_0 (TinyLlama shape, 2 threads; BENCHMARKS.md, tenth
+ * session). SwiGLU on the caller instead of in that region measured within the noise
+ * (thirty-first session). */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -50,8 +55,15 @@
 
 #define TILE 64 /* weight rows per prefill chunk (64: activation rows are re-read from L3 4x less than with 16) */
 #define UNIT TOKD_PACK_ROWS /* rows per work unit (a packed group) */
-#define MIN_DECODE_UNITS 4
-#define MAX_DECODE_CHUNKS 512
+#define MIN_DECODE_UNITS 4 /* the smallest claim or stolen half, in units */
+#define CLAIM_DIVISOR 8     /* a thread claims 1/8 of what is left of its share */
+#define MAX_DECODE_SHARES 128 /* threads past this many take no part in decode */
+
+/* A decode share's units not yet claimed: (first << 32) | end. Its owner claims from
+ * the front, a thief moves the end down. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t range;
+} decode_share;
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
     if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
@@ -139,11 +151,13 @@ typedef struct {
     /* packed: each matrix's prepared activation rows (in decode, matrices whose
        preparations differ share a region, each form prepared once: mixed_region) */
     const uint8_t *mat_act[MAX_MATS];
-    /* chunks: chunk c is units [bound[c], bound[c+1]) (decode), or chunk_units units from
-       c * chunk_units (prefill) */
+    /* prefill: chunk c is chunk_units units from c * chunk_units, n_chunks of them */
     int64_t chunk_units, n_chunks;
-    int64_t bound[MAX_DECODE_CHUNKS + 1];
     _Atomic int64_t next; /* next chunk to hand out, starts at nth */
+    /* decode (chunk_units 0): each thread's share, claimed and stolen (decode_region) */
+    int n_shares;
+    int64_t claim_min, align;
+    decode_share share[MAX_DECODE_SHARES];
 } matmul_job;
 
 static void convert_rows(void *arg, int ith, int nth) {
@@ -230,26 +244,88 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     }
 }
 
-static void matmul_region(void *arg, int ith, int nth) {
-    matmul_job *j = arg;
-    for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
-        int64_t u0 = j->chunk_units ? c * j->chunk_units : j->bound[c];
-        int64_t u1 = j->chunk_units ? u0 + j->chunk_units : j->bound[c + 1];
-        if (j->epi) {
-            const int64_t n_out = j->Ws[0]->n_out, o0 = u0 * UNIT, o1 = u1 * UNIT < n_out ? u1 * UNIT : n_out;
-            if (o0 >= o1) continue;
-            matmul_chunk(j, 0, o0, o1);
-            matmul_chunk(j, 1, o0, o1);
-            for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
-            continue;
-        }
-        for (int m = 0; m < j->n_mats; m++) { /* the chunk's part of each matrix */
-            int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
-            if (lo >= hi) continue;
-            const int64_t n_out = j->Ws[m]->n_out, o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
-            if (o0 < n_out) matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
+/* Units [u0, u1) of the job (counted across its matrices; in pair mode, the same rows
+ * of both, then the epilogue over them). */
+static void run_units(const matmul_job *j, int64_t u0, int64_t u1) {
+    if (j->epi) {
+        const int64_t n_out = j->Ws[0]->n_out, o0 = u0 * UNIT, o1 = u1 * UNIT < n_out ? u1 * UNIT : n_out;
+        if (o0 >= o1) return;
+        matmul_chunk(j, 0, o0, o1);
+        matmul_chunk(j, 1, o0, o1);
+        for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
+        return;
+    }
+    for (int m = 0; m < j->n_mats; m++) { /* the part of each matrix */
+        int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
+        if (lo >= hi) continue;
+        const int64_t n_out = j->Ws[m]->n_out, o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
+        if (o0 < n_out) matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
+    }
+}
+
+static uint64_t share_range(int64_t first, int64_t end) { return (uint64_t)first << 32 | (uint64_t)end; }
+static int64_t range_first(uint64_t r) { return (int64_t)(r >> 32); }
+static int64_t range_end(uint64_t r) { return (int64_t)(r & 0xffffffffu); }
+
+/* Claims the next units of share s from its front: 1/CLAIM_DIVISOR of what is left, at
+ * least claim_min, whole groups. 0 when the share is empty. */
+static int claim_front(matmul_job *j, decode_share *s, int64_t *u0, int64_t *u1) {
+    uint64_t r = atomic_load_explicit(&s->range, memory_order_acquire);
+    for (;;) {
+        const int64_t first = range_first(r), left = range_end(r) - first;
+        if (left <= 0) return 0;
+        int64_t take = (left / CLAIM_DIVISOR + j->align - 1) / j->align * j->align;
+        if (take < j->claim_min) take = j->claim_min;
+        if (take > left) take = left;
+        if (atomic_compare_exchange_weak_explicit(&s->range, &r, share_range(first + take, range_end(r)),
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            *u0 = first, *u1 = first + take;
+            return 1;
         }
     }
+}
+
+/* Moves the back half of the fullest other share into share `me` (empty). 0 when no
+ * share has two claims' worth left: its owner finishes it sooner than a thief would. */
+static int steal_half(matmul_job *j, int me) {
+    for (;;) {
+        int victim = -1;
+        uint64_t vr = 0;
+        int64_t most = 2 * j->claim_min - 1;
+        for (int t = 0; t < j->n_shares; t++) {
+            uint64_t r = atomic_load_explicit(&j->share[t].range, memory_order_acquire);
+            if (t != me && range_end(r) - range_first(r) > most) victim = t, vr = r, most = range_end(r) - range_first(r);
+        }
+        if (victim < 0) return 0;
+        const int64_t end = range_end(vr), cut = end - most / 2 / j->align * j->align;
+        if (atomic_compare_exchange_strong_explicit(&j->share[victim].range, &vr, share_range(range_first(vr), cut),
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            atomic_store_explicit(&j->share[me].range, share_range(cut, end), memory_order_release);
+            return 1;
+        }
+    }
+}
+
+/* Decode: a thread streams its own share front to back, claim by claim, so its reads
+ * stay one stream for the whole product; when its share is empty it takes the back half
+ * of the fullest other share and streams that. */
+static void decode_region(matmul_job *j, int ith) {
+    if (ith >= j->n_shares) return;
+    decode_share *own = &j->share[ith];
+    int64_t u0, u1;
+    do
+        while (claim_front(j, own, &u0, &u1)) run_units(j, u0, u1);
+    while (steal_half(j, ith));
+}
+
+static void matmul_region(void *arg, int ith, int nth) {
+    matmul_job *j = arg;
+    if (!j->chunk_units) {
+        decode_region(j, ith);
+        return;
+    }
+    for (int64_t c = ith; c < j->n_chunks; c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed))
+        run_units(j, c * j->chunk_units, (c + 1) * j->chunk_units);
     (void)nth;
 }
 
@@ -270,26 +346,15 @@ static int64_t job_units(int n_mats, const tokd_matrix *const *Ws, int64_t *unit
     return align;
 }
 
-/* Decode chunk boundaries over n_units units (a multiple of align) for nth threads
- * (above), each a multiple of align: chunk ith < nth is thread ith's first; returns the
- * number of chunks. The last one takes whatever the table has no room for. With more
- * threads than a quarter of the table, the chunks are guided from the start. */
-static int64_t decode_bounds(int64_t *bound, int64_t n_units, int nth, int64_t align) {
-    int64_t n = 0, start = 0;
-    const int64_t first = n_units * 9 / (10 * (int64_t)nth) / align * align;
-    if (first >= MIN_DECODE_UNITS && nth <= MAX_DECODE_CHUNKS / 4)
-        for (int t = 0; t < nth; t++, start += first) bound[n++] = start;
-    while (start < n_units && n < MAX_DECODE_CHUNKS - 1) {
-        int64_t size = (n_units - start + 2 * nth - 1) / (2 * nth);
-        if (size < MIN_DECODE_UNITS) size = MIN_DECODE_UNITS;
-        size = (size + align - 1) / align * align;
-        bound[n++] = start;
-        start = start + size < n_units ? start + size : n_units;
-    }
-    if (start < n_units) bound[n++] = start;
-    bound[n] = n_units;
-    return n;
+/* Thread ith's share of a decode product of n_units units (a multiple of align): an
+ * equal part, in whole groups of align units. It depends only on the shapes and the
+ * thread count, so tokd_matmul_prefetch_next can tell each thread where it starts. */
+static void decode_share_units(int64_t n_units, int n_shares, int64_t align, int ith, int64_t *u0, int64_t *u1) {
+    const int64_t groups = n_units / align;
+    *u0 = groups * ith / n_shares * align;
+    *u1 = groups * (ith + 1) / n_shares * align;
 }
+static int decode_shares(int nth) { return nth < MAX_DECODE_SHARES ? nth : MAX_DECODE_SHARES; }
 
 /* Whether two matrices can share converted activation rows and one region. */
 static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
@@ -384,7 +449,14 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
     const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
     if (n_rows < 4) {
         j.chunk_units = 0;
-        j.n_chunks = decode_bounds(j.bound, n_units, nth, align);
+        j.n_shares = decode_shares(nth);
+        j.align = align;
+        j.claim_min = (MIN_DECODE_UNITS + align - 1) / align * align;
+        for (int t = 0; t < j.n_shares; t++) {
+            int64_t u0, u1;
+            decode_share_units(n_units, j.n_shares, align, t, &u0, &u1);
+            atomic_init(&j.share[t].range, share_range(u0, u1));
+        }
     } else {
         _Static_assert(TILE / UNIT % 2 == 0, "prefill tiles hold whole 32-row groups");
         j.chunk_units = TILE / UNIT;
@@ -441,7 +513,7 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
 void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
                                size_t max_bytes) {
     const int nth = tokd_pool_size(pool);
-    if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows >= 4 || nth > MAX_DECODE_CHUNKS / 4) return;
+    if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows >= 4 || nth > MAX_DECODE_SHARES) return;
     /* the first region tokd_matmul_n (or tokd_matmul_pair, which decodes as it) will run */
     unsigned done = 0;
     int idx[MAX_MATS];
@@ -449,17 +521,18 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
     n_mats = next_region(n_mats < 32 ? n_mats : 32, Ws, n_rows, &done, idx);
     for (int i = 0; i < n_mats; i++) GW[i] = Ws[idx[i]];
     Ws = GW;
-    int64_t unit0[MAX_MATS + 1] = {0}, bound[MAX_DECODE_CHUNKS + 1];
+    int64_t unit0[MAX_MATS + 1] = {0};
     const int64_t align = job_units(n_mats, Ws, unit0);
-    const int64_t n_chunks = decode_bounds(bound, unit0[n_mats], nth, align);
-    tokd_pool_window win[MAX_DECODE_CHUNKS / 4];
+    tokd_pool_window win[MAX_DECODE_SHARES];
     for (int ith = 0; ith < nth; ith++) {
         win[ith] = (tokd_pool_window){NULL, 0};
-        if (ith >= n_chunks) continue;
+        int64_t s0, s1;
+        decode_share_units(unit0[n_mats], nth, align, ith, &s0, &s1);
+        if (s0 >= s1) continue;
         int m = 0;
-        while (bound[ith] >= unit0[m + 1]) m++;
+        while (s0 >= unit0[m + 1]) m++;
         const tokd_matrix *W = Ws[m];
-        const int64_t u = bound[ith] - unit0[m], u_end = (bound[ith + 1] < unit0[m + 1] ? bound[ith + 1] : unit0[m + 1]) - unit0[m];
+        const int64_t u = s0 - unit0[m], u_end = (s1 < unit0[m + 1] ? s1 : unit0[m + 1]) - unit0[m];
         if (u * UNIT >= W->n_out) continue; /* a matrix's padding units (job_units) */
         const int64_t u_rows = (u_end * UNIT < W->n_out ? u_end * UNIT : W->n_out) - u * UNIT;
         size_t len = W->pk ? (size_t)((u_rows + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes
