@@ -20,9 +20,9 @@
  * 0.90-0.95 of the read probe against 0.86-0.93 (Q4_K_M 0.945-0.948 against
  * 0.864-0.882); whole decode steps were within the host's noise, from 2.6 % faster to
  * 2.4 % slower (BENCHMARKS.md, thirty-first session). Which thread computes an output
- * changes nothing. Each share's start depends
- * only on the shapes and the thread count, so tokd_matmul_prefetch_next can tell each
- * thread, before the product, where it will start.
+ * changes nothing. Each share's start depends only on the shapes and the thread count,
+ * so tokd_matmul_prefetch_next can tell each thread, before the product, where it will
+ * start.
  *
  * Prefill / batched decode: thread ith starts on chunk ith and then takes the next free
  * chunk from an atomic counter. A chunk is a tile of TILE weight rows; the tile is walked

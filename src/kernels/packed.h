@@ -218,7 +218,9 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(co
  * 55.4-59.6 at K 2048, 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less,
  * sixteenths nothing. Whole Q4_K_M tg runs alternated with the burst build: tok/s ahead
  * in 11 of 12 pairs, share in 9 (medians of two batches 85.1 % against 78.3 % and 78.1 %
- * against 77.3 %; BENCHMARKS.md, thirtieth session). */
+ * against 77.3 %; BENCHMARKS.md, thirtieth session). Q4_K's quarters stay with
+ * tokd_pk_kq_prefetch_quarter: through this helper its decode kernel read 0.806-0.815 of
+ * the probe against 0.835-0.860 (alternated in one process, thirty-first session). */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter_here(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
     const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)c * n_lines / 4, l1 = (size_t)(c + 1) * n_lines / 4;
     for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(sb + dist + 64 * l);
