@@ -157,7 +157,7 @@ typedef struct {
     /* decode (chunk_units 0): each thread's share, claimed and stolen (decode_region) */
     int n_shares;
     int64_t claim_min, align;
-    decode_share share[MAX_DECODE_SHARES];
+    decode_share *share; /* n_shares, on the caller's stack (not zeroed with the job) */
 } matmul_job;
 
 static void convert_rows(void *arg, int ith, int nth) {
@@ -447,8 +447,10 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
     }
     const int64_t align = job_units(n_mats, Ws, j.unit0);
     const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
+    decode_share shares[MAX_DECODE_SHARES];
     if (n_rows < 4) {
         j.chunk_units = 0;
+        j.share = shares;
         j.n_shares = decode_shares(nth);
         j.align = align;
         j.claim_min = (MIN_DECODE_UNITS + align - 1) / align * align;
