@@ -55,7 +55,15 @@
 
 #define TILE 64 /* weight rows per prefill chunk (64: activation rows are re-read from L3 4x less than with 16) */
 #define UNIT TOKD_PACK_ROWS /* rows per work unit (a packed group) */
-#define MIN_DECODE_UNITS 4 /* the smallest claim or stolen half, in units */
+/* The smallest decode claim or stolen half, in weight bytes (at least one group): about
+ * 0.8 us of one core's stream. It bounds how far apart the threads finish a product. At
+ * 4 units, as before, that was up to 400 KB in the products of K = 5632 (a 16-row unit of
+ * Q8_0 is 96 KB), and the threads ended TinyLlama's FFN-down 5-17 us apart against 2-4
+ * with this floor; decode steps alternated in one process (200-400 rounds, 2 threads):
+ * Q8_0 0.989-0.994 of the step time before, Q4_0 0.994-1.002, Q4_K_M 0.995-1.002, since
+ * the thread that finishes first prefetches its next window meanwhile (BENCHMARKS.md,
+ * thirty-second session). */
+#define MIN_CLAIM_BYTES ((size_t)32 << 10)
 #define CLAIM_DIVISOR 8     /* a thread claims 1/8 of what is left of its share */
 #define MAX_DECODE_SHARES 128 /* threads past this many take no part in decode */
 
@@ -356,6 +364,19 @@ static void decode_share_units(int64_t n_units, int n_shares, int64_t align, int
 }
 static int decode_shares(int nth) { return nth < MAX_DECODE_SHARES ? nth : MAX_DECODE_SHARES; }
 
+/* The smallest claim of a decode job, in units: MIN_CLAIM_BYTES of its widest unit's
+ * bytes, rounded up to whole groups (align units). */
+static int64_t min_claim_units(int n_mats, const tokd_matrix *const *Ws, int64_t align) {
+    size_t unit_bytes = 1;
+    for (int m = 0; m < n_mats; m++) {
+        const tokd_matrix *W = Ws[m];
+        size_t b = W->pk ? W->group_bytes / (size_t)(W->pk->group_rows / UNIT) : (size_t)UNIT * W->row_bytes;
+        if (b > unit_bytes) unit_bytes = b;
+    }
+    const int64_t units = (int64_t)((MIN_CLAIM_BYTES + unit_bytes - 1) / unit_bytes);
+    return (units + align - 1) / align * align;
+}
+
 /* Whether two matrices can share converted activation rows and one region. */
 static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
     if (a->pk || b->pk) return a->pk && b->pk && a->K == b->K && a->pk->prep == b->pk->prep;
@@ -453,7 +474,7 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
         j.share = shares;
         j.n_shares = decode_shares(nth);
         j.align = align;
-        j.claim_min = (MIN_DECODE_UNITS + align - 1) / align * align;
+        j.claim_min = min_claim_units(n_mats, Ws, align);
         for (int t = 0; t < j.n_shares; t++) {
             int64_t u0, u1;
             decode_share_units(n_units, j.n_shares, align, t, &u0, &u1);
