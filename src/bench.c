@@ -354,6 +354,27 @@ static uint64_t lcg(uint64_t *s) {
     return *s >> 33;
 }
 
+/* Decode steps from position 0 with step_profile.h counting; untimed by the tg figures. */
+static int profile_decode(tokd_ctx *c, int steps, int32_t n_vocab, uint64_t *rng, float *logits, tokd_bench_result *r,
+                          tokd_err *err) {
+    tokd_seq_truncate(c, 0, 0);
+    tokd_profile_start(true);
+    const double t0 = tokd_now();
+    const uint64_t c0 = __rdtsc();
+    int rc = 0;
+    for (int32_t i = 0; i < steps && !rc; i++) {
+        tokd_batch_entry e = {(int32_t)(lcg(rng) % (uint64_t)n_vocab), i, 0, true};
+        rc = tokd_forward(c, &e, 1, logits, err);
+    }
+    const uint64_t cycles = __rdtsc() - c0;
+    const double secs = tokd_now() - t0;
+    tokd_profile_stop();
+    r->profile = tokd_profile;
+    r->profile_step_s = secs / steps;
+    r->profile_tsc_hz = secs > 0 ? (double)cycles / secs : 0;
+    return rc;
+}
+
 int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err) {
     memset(r, 0, sizeof *r);
     if (p->reps < 1 || p->reps > TOKD_BENCH_MAX_REPS) return tokd_seterr(err, "repetitions %d out of range (1..%d)", p->reps, TOKD_BENCH_MAX_REPS);
@@ -386,6 +407,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     cp.n_threads = p->n_threads;
     cp.n_batch = p->n_prompt > 32 ? p->n_prompt : 32;
     int32_t need = (p->n_prompt > p->n_gen ? p->n_prompt : p->n_gen) + 32;
+    if (p->profile_steps + 32 > need) need = p->profile_steps + 32;
     cp.n_ctx = need;
     int rc = -1;
     tokd_batch_entry *batch = NULL;
@@ -442,6 +464,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
             tokd_bench_stat_of(&r->tg_shares, share, p->reps);
         }
     }
+    if (p->profile_steps > 0 && profile_decode(c, p->profile_steps, hp->n_vocab, &rng, logits, r, err)) goto done;
     tokd_ctx_free(c);
     c = NULL;
 

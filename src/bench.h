@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/step_profile.h"
 #include "kernels/threadpool.h"
 #include "util.h"
 
@@ -75,6 +76,7 @@ typedef struct {
     int n_prompt, n_gen, reps, n_threads;
     bool measure_machine; /* bandwidth and peaks */
     int bw_mib;           /* bandwidth buffer in MiB (0: 512) */
+    int profile_steps;    /* > 0: that many decode steps from position 0, profiled (step_profile.h) */
 } tokd_bench_params;
 
 typedef struct {
@@ -93,6 +95,10 @@ typedef struct {
     tokd_bench_stat tg_bw;     /* bytes/s, measured right after each tg repetition */
     tokd_bench_stat tg_shares; /* each repetition's tokens/s over its own limit */
     double tg_limit, tg_share, pp_peak_share; /* tg_limit from tg_bw's median; tg_share = tg_shares' median */
+    /* profile_steps > 0: the profiled steps' counters, their mean wall time and the TSC
+       rate measured over them */
+    tokd_step_profile profile;
+    double profile_step_s, profile_tsc_hz;
 } tokd_bench_result;
 
 int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err);

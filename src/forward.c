@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 
 #include "attention.h"
+#include "kernels/step_profile.h"
 #include "kvcache.h"
 #include "model.h"
 #include "rope.h"
@@ -281,6 +282,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     const int32_t E = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd, F = hp->n_ff;
     const int32_t bs = c->kv.block_size;
     tokd_pool *pool = c->pool;
+    tokd_profile_begin_pass();
 
     /* A decode step's embedding row is cold: its lines are asked for together, and the
        RoPE table is computed while they arrive (one by one, the conversion took ~10 us). */
@@ -302,7 +304,9 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             const tokd_matrix *W3[3] = {&L->wq, &L->wk, &L->wv};
             float *Y3[3] = {c->q, c->k, c->v};
             const int64_t ld3[3] = {qd, kvd, kvd};
+            tokd_profile_enter(TOKD_STAGE_QKV);
             tokd_matmul_n(pool, 3, W3, c->xb, E, n, Y3, ld3, c->act);
+            tokd_profile_enter(TOKD_STAGE_OTHER);
         }
         for (int32_t i = 0; i < n; i++) {
             float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
@@ -321,17 +325,25 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         }
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
         announce(pool, n, &L->wo, NULL, NULL);
+        tokd_profile_enter(TOKD_STAGE_ATTENTION);
         tokd_pool_run(pool, attention_task, &aj);
+        tokd_profile_enter(TOKD_STAGE_OTHER);
         announce(pool, n, &L->w_gate, &L->w_up, NULL);
+        tokd_profile_enter(TOKD_STAGE_O);
         tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
+        tokd_profile_enter(TOKD_STAGE_OTHER);
         add_into(pool, c->x, c->xb, (int64_t)n * E);
 
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
         announce(pool, n, &L->w_down, NULL, NULL);
+        tokd_profile_enter(TOKD_STAGE_FFN_UP);
         tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_n, c->act);
+        tokd_profile_enter(TOKD_STAGE_OTHER);
         if (l + 1 < hp->n_layer) announce(pool, n, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
         else announce(pool, n, &m->output, NULL, NULL);
+        tokd_profile_enter(TOKD_STAGE_FFN_DOWN);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
+        tokd_profile_enter(TOKD_STAGE_OTHER);
         add_into(pool, c->x, c->xb, (int64_t)n * E);
     }
 
@@ -341,7 +353,9 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++)
         if (e[i].logits) tokd_rmsnorm(c->xb + (size_t)n_out++ * E, c->x + (size_t)i * E, m->output_norm, E, hp->norm_eps);
+    tokd_profile_enter(TOKD_STAGE_LOGITS);
     if (n_out > 0) tokd_matmul(pool, &m->output, c->xb, E, n_out, logits, hp->n_vocab, c->act);
+    tokd_profile_end_pass();
     return 0;
 }
 

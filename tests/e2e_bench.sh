@@ -54,6 +54,31 @@ fi
 "$TOKD" bench -m "$MODEL" -p 16 -n 0 -r 1 --no-machine --json >"$tmp/json2" 2>/dev/null
 if grep -q '"pp":' "$tmp/json2" && ! grep -q '"tg":' "$tmp/json2" && ! grep -q bandwidth "$tmp/json2"; then ok; else bad "-n 0 --no-machine: $(cat "$tmp/json2")"; fi
 
+# --profile N: the profiled steps' table in text, and the same figures in JSON (every
+# stage present, its parts of a step summing to 1, each product with a region per layer)
+if "$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 2 --no-machine --profile 6 >"$tmp/prof" 2>"$tmp/err"; then ok; else bad "bench --profile exited $?: $(cat "$tmp/err")"; fi
+for field in '^profile: +6 decode steps from position 0, [0-9.]+ ms a step' 'GB/s in shares, by thread' \
+    '^ +qkv +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ [0-9.]+$' '^ +attention +[0-9.]+$' '^ +logits +[0-9.]+ +1\.0 '; do
+    if grep -Eq "$field" "$tmp/prof"; then ok; else bad "profile text lacks /$field/: $(cat "$tmp/prof")"; fi
+done
+if "$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 2 --no-machine --profile 6 --json >"$tmp/pjson" 2>"$tmp/err"; then ok; else bad "bench --profile --json exited $?"; fi
+if command -v node >/dev/null 2>&1; then
+    if node -e '
+        const o = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")), p = o.profile, bad = [];
+        if (!p || p.steps !== 6 || !(p.step_ms > 0) || !(p.tsc_ghz > 0)) bad.push("header " + JSON.stringify(p));
+        const names = (p && p.stages || []).map(s => s.stage).join(",");
+        if (names !== "other,qkv,attention,o,ffn_up,ffn_down,logits") bad.push("stages " + names);
+        const sum = (p && p.stages || []).reduce((a, s) => a + s.share_of_step, 0);
+        if (Math.abs(sum - 1) > 1e-3) bad.push("parts sum to " + sum);
+        for (const s of (p && p.stages || []).filter(s => s.stage !== "other" && s.stage !== "attention")) {
+            if (s.regions_per_step !== (s.stage === "logits" ? 1 : 5)) bad.push(s.stage + " regions " + s.regions_per_step);
+            if (s.thread_gb_s.length !== 2 || !s.thread_gb_s.some(v => v > 0)) bad.push(s.stage + " rates " + s.thread_gb_s);
+        }
+        if (bad.length) { console.error(bad.join("; ")); process.exit(1); }' "$tmp/pjson"; then ok; else bad "profile JSON"; fi
+else
+    if grep -q '"profile":{"steps":6,' "$tmp/pjson" && grep -q '"stage":"logits"' "$tmp/pjson"; then ok; else bad "profile JSON"; fi
+fi
+
 # errors: one line on stderr, non-zero exit, nothing on stdout
 err_case() {
     local name=$1
@@ -68,6 +93,7 @@ err_case "bad -p" -m "$MODEL" -p x
 err_case "bad -r" -m "$MODEL" -r 0
 err_case "unknown option" -m "$MODEL" --bogus
 err_case "nothing to do" -m "$MODEL" -p 0 -n 0
+err_case "bad --profile" -m "$MODEL" --profile 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,9 +1,11 @@
 /* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]
- * [--no-machine]`: prompt processing (pp) and text generation (tg) speed with
- * llama-bench's definitions, next to the machine's measured memory bandwidth and
+ * [--no-machine] [--profile N]`: prompt processing (pp) and text generation (tg) speed
+ * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object with --json.
  * -p 0 or -n 0 skips that test; --no-machine skips the bandwidth and peak measurements;
- * --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a small one). */
+ * --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a small one);
+ * --profile N runs N more decode steps and shows where their time went, by stage and by
+ * thread (src/kernels/step_profile.h). */
 #include <stdio.h>
 
 #include "bench.h"
@@ -35,6 +37,56 @@ static void json_stat(const char *key, int n_tokens, const tokd_bench_stat *s) {
     printf("]}");
 }
 
+/* The profiled steps (--profile): per stage, its part of a step, and for decode products
+ * the regions a step, the caller's preparation and the threads' tail (us a region), and
+ * each thread's read rate in its shares. */
+static int profile_threads(const tokd_bench_result *r) {
+    int n = r->n_threads < TOKD_PROFILE_MAX_THREADS ? r->n_threads : TOKD_PROFILE_MAX_THREADS;
+    return n > 0 ? n : 1;
+}
+static void print_profile(const tokd_bench_result *r, bool json) {
+    const tokd_step_profile *pr = &r->profile;
+    const double steps = pr->steps ? (double)pr->steps : 1, hz = r->profile_tsc_hz > 0 ? r->profile_tsc_hz : 1;
+    uint64_t total = 0;
+    for (int s = 0; s < TOKD_STAGE_COUNT; s++) total += pr->stage_cycles[s];
+    const int nt = profile_threads(r);
+    if (json) {
+        printf(",\"profile\":{\"steps\":%llu,\"step_ms\":%.4f,\"tsc_ghz\":%.4f,\"stages\":[", (unsigned long long)pr->steps,
+               r->profile_step_s * 1e3, hz / 1e9);
+    } else {
+        printf("profile:   %llu decode steps from position 0, %.3f ms a step (TSC %.3f GHz)\n", (unsigned long long)pr->steps,
+               r->profile_step_s * 1e3, hz / 1e9);
+        printf("           %-10s %7s %8s %8s %8s  %s\n", "stage", "% step", "regions", "prep us", "tail us", "GB/s in shares, by thread");
+    }
+    for (int s = 0; s < TOKD_STAGE_COUNT; s++) {
+        const double part = total ? (double)pr->stage_cycles[s] / (double)total : 0;
+        const double regions = (double)pr->regions[s];
+        if (json) {
+            printf("%s{\"stage\":\"%s\",\"share_of_step\":%.5f,\"regions_per_step\":%.2f", s ? "," : "", tokd_stage_name(s), part,
+                   regions / steps);
+            if (regions > 0) {
+                printf(",\"prep_us\":%.3f,\"tail_us\":%.3f,\"thread_gb_s\":[", pr->prep_cycles[s] / regions / hz * 1e6,
+                       pr->tail_cycles[s] / regions / hz * 1e6);
+                for (int t = 0; t < nt; t++)
+                    printf("%s%.3f", t ? "," : "", pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0.0);
+                printf("],\"thread_bytes_per_step\":[");
+                for (int t = 0; t < nt; t++) printf("%s%.0f", t ? "," : "", pr->share_bytes[t][s] / steps);
+                putchar(']');
+            }
+            putchar('}');
+            continue;
+        }
+        printf("           %-10s %7.1f", tokd_stage_name(s), 100 * part);
+        if (regions > 0) {
+            printf(" %8.1f %8.2f %8.2f ", regions / steps, pr->prep_cycles[s] / regions / hz * 1e6, pr->tail_cycles[s] / regions / hz * 1e6);
+            for (int t = 0; t < nt; t++)
+                printf(" %.1f", pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0.0);
+        }
+        putchar('\n');
+    }
+    if (json) printf("]}");
+}
+
 int cmd_bench(int argc, char **argv) {
     tokd_bench_params p = {.n_prompt = 512, .n_gen = 128, .reps = 3, .measure_machine = true};
     bool json = false, no_machine = false;
@@ -47,6 +99,7 @@ int cmd_bench(int argc, char **argv) {
         CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16),
         CLI_FLAG("--json", NULL, &json),
         CLI_FLAG("--no-machine", NULL, &no_machine),
+        CLI_INT("--profile", NULL, &p.profile_steps, 1, 65536),
         CLI_END,
     };
     if (cli_parse("bench", argc, argv, opts)) return 2;
@@ -97,6 +150,7 @@ int cmd_bench(int argc, char **argv) {
             printf(",\"pp_peak\":\"%s\"", r.all_quantized ? "int8" : "f32");
             if (r.pp.n) printf(",\"pp_share\":%.4f", r.pp_peak_share);
         }
+        if (p.profile_steps > 0) print_profile(&r, true);
         printf("}\n");
         return 0;
     }
@@ -123,5 +177,6 @@ int cmd_bench(int argc, char **argv) {
         printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)\n", r.peak_int8 / GB, r.isa_int8,
                2 * r.peak_f32 / GB, r.isa_f32);
     }
+    if (p.profile_steps > 0) print_profile(&r, false);
     return 0;
 }

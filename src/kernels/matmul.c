@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/step_profile.h"
 #include "util.h"
 
 #define TILE 64 /* weight rows per prefill chunk (64: activation rows are re-read from L3 4x less than with 16) */
@@ -166,6 +167,8 @@ typedef struct {
     int n_shares;
     int64_t claim_min, align;
     decode_share *share; /* n_shares, on the caller's stack (not zeroed with the job) */
+    bool profile;        /* counting for step_profile.h, in stage prof_stage */
+    tokd_stage prof_stage;
 } matmul_job;
 
 static void convert_rows(void *arg, int ith, int nth) {
@@ -314,16 +317,66 @@ static int steal_half(matmul_job *j, int me) {
     }
 }
 
+/* The weight bytes units [u0, u1) of job j read: whole groups of packed matrices, the
+ * rows that exist of the others. */
+static uint64_t units_bytes(const matmul_job *j, int64_t u0, int64_t u1) {
+    uint64_t bytes = 0;
+    for (int m = 0; m < (j->epi ? 2 : j->n_mats); m++) {
+        const tokd_matrix *W = j->Ws[m];
+        const int64_t b0 = j->epi ? 0 : j->unit0[m], b1 = j->epi ? INT64_MAX : j->unit0[m + 1];
+        const int64_t lo = u0 > b0 ? u0 : b0, hi = u1 < b1 ? u1 : b1;
+        int64_t o0 = (lo - b0) * UNIT, o1 = (hi - b0) * UNIT < W->n_out ? (hi - b0) * UNIT : W->n_out;
+        if (o0 >= o1) continue;
+        if (W->pk) bytes += (uint64_t)((o1 - o0 + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes;
+        else bytes += (uint64_t)(o1 - o0) * W->row_bytes;
+    }
+    return bytes;
+}
+
+/* Each thread's finish of the decode region being profiled, for its tail. */
+static uint64_t profile_finish[TOKD_PROFILE_MAX_THREADS];
+
 /* Decode: a thread streams its own share front to back, claim by claim, so its reads
  * stay one stream for the whole product; when its share is empty it takes the back half
  * of the fullest other share and streams that. */
 static void decode_region(matmul_job *j, int ith) {
     if (ith >= j->n_shares) return;
+    const bool profile = j->profile && ith < TOKD_PROFILE_MAX_THREADS;
+    const uint64_t t0 = profile ? __rdtsc() : 0;
+    uint64_t bytes = 0;
     decode_share *own = &j->share[ith];
     int64_t u0, u1;
     do
-        while (claim_front(j, own, &u0, &u1)) run_units(j, u0, u1);
+        while (claim_front(j, own, &u0, &u1)) {
+            run_units(j, u0, u1);
+            if (profile) bytes += units_bytes(j, u0, u1);
+        }
     while (steal_half(j, ith));
+    if (profile) {
+        profile_finish[ith] = __rdtsc();
+        tokd_profile.share_cycles[ith][j->prof_stage] += profile_finish[ith] - t0;
+        tokd_profile.share_bytes[ith][j->prof_stage] += bytes;
+    }
+}
+
+/* The caller, around a profiled decode region: its preparation before, the threads'
+ * spread of finish times after. */
+static void profile_region_start(matmul_job *j, uint64_t prep_start) {
+    j->profile = tokd_profile_on;
+    if (!j->profile) return;
+    j->prof_stage = tokd_profile_stage;
+    tokd_profile.prep_cycles[j->prof_stage] += __rdtsc() - prep_start;
+    tokd_profile.regions[j->prof_stage]++;
+}
+static void profile_region_end(const matmul_job *j) {
+    if (!j->profile) return;
+    const int n = j->n_shares < TOKD_PROFILE_MAX_THREADS ? j->n_shares : TOKD_PROFILE_MAX_THREADS;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int t = 0; t < n; t++) {
+        if (profile_finish[t] < first) first = profile_finish[t];
+        if (profile_finish[t] > last) last = profile_finish[t];
+    }
+    if (n > 0) tokd_profile.tail_cycles[j->prof_stage] += last - first;
 }
 
 static void matmul_region(void *arg, int ith, int nth) {
@@ -430,6 +483,7 @@ static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_row
  * is set: two matrices of the same height, units counted over one). */
 static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx, int64_t n_rows,
                     float *const *Ys, const int64_t *ldys, tokd_pair_epilogue_fn epi, void *scratch) {
+    const uint64_t prep_start = tokd_profile_now();
     const tokd_matrix *W = Ws[0];
     matmul_job j = {.W = W, .n_rows = n_rows, .Y = Ys[0], .ldy = ldys[0], .X = X, .ldx = ldx, .n_mats = n_mats, .epi = epi};
     if (W->pk) {
@@ -486,7 +540,9 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
         j.n_chunks = (n_units + j.chunk_units - 1) / j.chunk_units;
     }
     atomic_init(&j.next, nth);
+    if (n_rows < 4) profile_region_start(&j, prep_start);
     tokd_pool_run(pool, matmul_region, &j);
+    if (n_rows < 4) profile_region_end(&j);
 }
 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
