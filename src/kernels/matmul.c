@@ -317,15 +317,14 @@ static int steal_half(matmul_job *j, int me) {
     }
 }
 
-/* The weight bytes units [u0, u1) of job j read: whole groups of packed matrices, the
- * rows that exist of the others. */
+/* The weight bytes units [u0, u1) of a decode job (never in pair mode) read: whole groups
+ * of packed matrices, the rows that exist of the others. */
 static uint64_t units_bytes(const matmul_job *j, int64_t u0, int64_t u1) {
     uint64_t bytes = 0;
-    for (int m = 0; m < (j->epi ? 2 : j->n_mats); m++) {
+    for (int m = 0; m < j->n_mats; m++) {
         const tokd_matrix *W = j->Ws[m];
-        const int64_t b0 = j->epi ? 0 : j->unit0[m], b1 = j->epi ? INT64_MAX : j->unit0[m + 1];
-        const int64_t lo = u0 > b0 ? u0 : b0, hi = u1 < b1 ? u1 : b1;
-        int64_t o0 = (lo - b0) * UNIT, o1 = (hi - b0) * UNIT < W->n_out ? (hi - b0) * UNIT : W->n_out;
+        const int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
+        const int64_t o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT < W->n_out ? (hi - j->unit0[m]) * UNIT : W->n_out;
         if (o0 >= o1) continue;
         if (W->pk) bytes += (uint64_t)((o1 - o0 + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes;
         else bytes += (uint64_t)(o1 - o0) * W->row_bytes;
