@@ -61,14 +61,16 @@ static void print_profile(const tokd_bench_result *r, bool json) {
     for (int s = 0; s < TOKD_STAGE_COUNT; s++) {
         const double part = total ? (double)pr->stage_cycles[s] / (double)total : 0;
         const double regions = (double)pr->regions[s];
+        const double prep_us = regions > 0 ? pr->prep_cycles[s] / regions / hz * 1e6 : 0;
+        const double tail_us = regions > 0 ? pr->tail_cycles[s] / regions / hz * 1e6 : 0;
+        double gb_s[TOKD_PROFILE_MAX_THREADS];
+        for (int t = 0; t < nt; t++) gb_s[t] = pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0;
         if (json) {
             printf("%s{\"stage\":\"%s\",\"share_of_step\":%.5f,\"regions_per_step\":%.2f", s ? "," : "", tokd_stage_name(s), part,
                    regions / steps);
             if (regions > 0) {
-                printf(",\"prep_us\":%.3f,\"tail_us\":%.3f,\"thread_gb_s\":[", pr->prep_cycles[s] / regions / hz * 1e6,
-                       pr->tail_cycles[s] / regions / hz * 1e6);
-                for (int t = 0; t < nt; t++)
-                    printf("%s%.3f", t ? "," : "", pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0.0);
+                printf(",\"prep_us\":%.3f,\"tail_us\":%.3f,\"thread_gb_s\":[", prep_us, tail_us);
+                for (int t = 0; t < nt; t++) printf("%s%.3f", t ? "," : "", gb_s[t]);
                 printf("],\"thread_bytes_per_step\":[");
                 for (int t = 0; t < nt; t++) printf("%s%.0f", t ? "," : "", pr->share_bytes[t][s] / steps);
                 putchar(']');
@@ -78,9 +80,8 @@ static void print_profile(const tokd_bench_result *r, bool json) {
         }
         printf("           %-10s %7.1f", tokd_stage_name(s), 100 * part);
         if (regions > 0) {
-            printf(" %8.1f %8.2f %8.2f ", regions / steps, pr->prep_cycles[s] / regions / hz * 1e6, pr->tail_cycles[s] / regions / hz * 1e6);
-            for (int t = 0; t < nt; t++)
-                printf(" %.1f", pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0.0);
+            printf(" %8.1f %8.2f %8.2f ", regions / steps, prep_us, tail_us);
+            for (int t = 0; t < nt; t++) printf(" %.1f", gb_s[t]);
         }
         putchar('\n');
     }

@@ -255,6 +255,16 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     }
 }
 
+/* The rows [*o0, *o1) of matrix m that units [u0, u1) of the job (counted across its
+ * matrices) cover, within its height; 0 when none. */
+static int matrix_rows(const matmul_job *j, int m, int64_t u0, int64_t u1, int64_t *o0, int64_t *o1) {
+    const int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
+    const int64_t n_out = j->Ws[m]->n_out;
+    *o0 = (lo - j->unit0[m]) * UNIT;
+    *o1 = (hi - j->unit0[m]) * UNIT < n_out ? (hi - j->unit0[m]) * UNIT : n_out;
+    return *o0 < *o1;
+}
+
 /* Units [u0, u1) of the job (counted across its matrices; in pair mode, the same rows
  * of both, then the epilogue over them). */
 static void run_units(const matmul_job *j, int64_t u0, int64_t u1) {
@@ -266,12 +276,9 @@ static void run_units(const matmul_job *j, int64_t u0, int64_t u1) {
         for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
         return;
     }
-    for (int m = 0; m < j->n_mats; m++) { /* the part of each matrix */
-        int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
-        if (lo >= hi) continue;
-        const int64_t n_out = j->Ws[m]->n_out, o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT;
-        if (o0 < n_out) matmul_chunk(j, m, o0, o1 < n_out ? o1 : n_out);
-    }
+    int64_t o0, o1;
+    for (int m = 0; m < j->n_mats; m++) /* the part of each matrix */
+        if (matrix_rows(j, m, u0, u1, &o0, &o1)) matmul_chunk(j, m, o0, o1);
 }
 
 static uint64_t share_range(int64_t first, int64_t end) { return (uint64_t)first << 32 | (uint64_t)end; }
@@ -321,11 +328,10 @@ static int steal_half(matmul_job *j, int me) {
  * of packed matrices, the rows that exist of the others. */
 static uint64_t units_bytes(const matmul_job *j, int64_t u0, int64_t u1) {
     uint64_t bytes = 0;
+    int64_t o0, o1;
     for (int m = 0; m < j->n_mats; m++) {
         const tokd_matrix *W = j->Ws[m];
-        const int64_t lo = u0 > j->unit0[m] ? u0 : j->unit0[m], hi = u1 < j->unit0[m + 1] ? u1 : j->unit0[m + 1];
-        const int64_t o0 = (lo - j->unit0[m]) * UNIT, o1 = (hi - j->unit0[m]) * UNIT < W->n_out ? (hi - j->unit0[m]) * UNIT : W->n_out;
-        if (o0 >= o1) continue;
+        if (!matrix_rows(j, m, u0, u1, &o0, &o1)) continue;
         if (W->pk) bytes += (uint64_t)((o1 - o0 + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes;
         else bytes += (uint64_t)(o1 - o0) * W->row_bytes;
     }
