@@ -128,13 +128,13 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * line of the K-quants (below), and of the 32-weight types with several activation rows.
  * Medians of interleaved runs, 2048-row matrices from DRAM, one thread: 16 activation
  * rows 150-183 G MAC/s without it, 248-265 at 2048, 269-283 at 4096..8192. Decode of the
- * 32-weight types primes pages instead (page_prime.h), and most also prefetch every
- * line (TOKD_PK_DECODE_LINE_PF, TOKD_PK_AVX2_DECODE_LINE_PF). */
+ * 32-weight types primes pages instead (page_prime.h), and on most paths also
+ * prefetches every line (TOKD_PK_DECODE_LINE_PF, TOKD_PK_AVX2_DECODE_LINE_PF). */
 #ifndef TOKD_PK_PF_DIST
 #define TOKD_PK_PF_DIST 6144
 #endif
-/* AVX-512 decode of Q4_0 and Q5_0 also prefetches every line this far ahead, with
- * prefetchnta. On the AMD EPYC Zen 5 host (2 cores) one core reads at most ~44 GB/s
+/* AVX-512 decode of Q4_0, Q5_0 and Q8_0 also prefetches every line this far ahead, with
+ * prefetchnta (and the K-quants' quarters below are nta too). On the AMD EPYC Zen 5 host (2 cores) one core reads at most ~44 GB/s
  * however it asks (plain loads; prefetcht0, t1, t2 or nta; one to four streams: 39-42
  * GB/s in the same minutes) and two cores read twice that, so each core's outstanding
  * misses are the bound. Each form's packed decode kernel streaming 512 MB on two threads,
@@ -142,14 +142,18 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * GB/s with prefetcht0 3 KB ahead (the earlier AVX-512 host's choice), 85.3-85.8 with
  * prefetchnta 6 KB ahead, 80.9-81.5 with nta 3 KB ahead; Q5_0 the same (79.8-83.6) with
  * either. Whole `tokd bench` tg runs alternated with the t0 build: Q4_0 ahead in 6 of 6
- * pairs, median share 88.2 % against 85.9 %. Two kept nothing in the whole model though
- * they streamed faster alone: Q8_0 with nta lines 4 KB ahead (86.5 against 81.3-84.7
- * GB/s alone; its decode products' kernel/read in bench_regions 0.93-1.00 against
- * 1.01-1.02), and the Q4_K quarters (below) with nta (84.0-85.4 against 79.6-81.4 GB/s
- * alone; Q4_K_M tg behind in 5 of 6 pairs, 76.9 % against 80.1 %). Q8_0 keeps page
- * priming alone, as on the earlier host, where its lines 4 KB ahead (prefetcht0) lost
- * 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0 1.030-1.069 and Q5_0 1.069 of the
- * build without (BENCHMARKS.md, thirteenth and thirtieth sessions). */
+ * pairs, median share 88.2 % against 85.9 %. Q8_0's nta lines 4 KB ahead and the Q4_K
+ * quarters with nta also streamed faster alone (86.5 against 81.3-84.7 GB/s; 84.0-85.4
+ * against 79.6-81.4) but then kept nothing in whole `tokd bench` runs, a test the host's
+ * swings of +-10 % between runs could not decide (thirtieth session). Whole decode steps
+ * alternated in one process decided it (16 steps a round, medians of the rounds' time
+ * ratios; thirty-third session): Q8_0 with nta lines 6 KB ahead 0.975, 0.994 and 0.990
+ * of the step time with page priming alone (150-300 rounds each); Q4_K_M 0.984 and 0.983
+ * with nta Q4_K quarters, 0.967 and 0.980 of that again with nta Q6_K quarters too; a
+ * Q6_K file 0.978 with nta quarters. The one loss: Q4_0's output matrix (Q6_K) took 7 %
+ * longer with nta, 1.003-1.005 of Q4_0's step. On the earlier AVX-512 host Q8_0's lines
+ * 4 KB ahead (prefetcht0) lost 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0
+ * 1.030-1.069 and Q5_0 1.069 of the build without (BENCHMARKS.md, thirteenth session). */
 #define TOKD_PK_DECODE_LINE_PF 6144
 /* The AVX2 kernels' decode of Q4_0, Q5_0 and Q8_0 prefetch every line this far ahead, as
  * well as priming pages. Measured on an AVX2-only AMD EPYC (Zen 3, 2 cores), where these
@@ -177,6 +181,10 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * the kernel's other volatile asm and its place in the loop. */
 static inline __attribute__((always_inline)) void tokd_pk_prefetch_here(const void *p) {
     __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)p));
+}
+/* The same with prefetchnta (the AVX-512 decode streams, TOKD_PK_DECODE_LINE_PF). */
+static inline __attribute__((always_inline)) void tokd_pk_prefetchnta_here(const void *p) {
+    __asm__ volatile("prefetchnta %0" : : "m"(*(const char *)p));
 }
 
 /* The K-quant kernels' prefetches, `dist` bytes ahead of super-block sb: both paths'
@@ -206,13 +214,15 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
  * Eighths (one per sub-block) read 0.93-0.95 against the burst, halves 0.98-1.05 against
  * quarters. Q6_K's tile lost with every split tried there (quarters and halves
  * 0.95-1.02, sixteenths 0.55-0.74); those splits were __builtin_prefetch in an unrolled
- * loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K kernel. */
+ * loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K kernel. The
+ * quarters are prefetchnta since the thirty-third session (TOKD_PK_DECODE_LINE_PF says
+ * why): locality 0. */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
     const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
-    for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 3);
+    for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 0);
 }
 /* AVX-512 Q6_K decode spreads its line prefetches in quarters too, issued with
- * tokd_pk_prefetch_here so that the unrolled sub-block loop keeps them apart. On the Zen 5
+ * tokd_pk_prefetchnta_here (prefetcht0 before the thirty-third session) so that the unrolled sub-block loop keeps them apart. On the Zen 5
  * host, its decode kernel streaming 512 MB on two threads, alternated in one process with
  * the burst (medians of 11, a noisy hour, probe 63-79 GB/s): 56.8 and 64.2 GB/s against
  * 55.4-59.6 at K 2048, 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less,
@@ -223,7 +233,7 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(co
  * the probe against 0.835-0.860 (alternated in one process, thirty-first session). */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter_here(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
     const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)c * n_lines / 4, l1 = (size_t)(c + 1) * n_lines / 4;
-    for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(sb + dist + 64 * l);
+    for (size_t l = l0; l < l1; l++) tokd_pk_prefetchnta_here(sb + dist + 64 * l);
 }
 /* What Q4_K and Q5_K do at the start of super-block sb: the burst for several activation
  * rows, and for decode only the page priming (its lines follow by quarters). */

@@ -125,9 +125,9 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * models' K (multiples of 64) never do that. The arithmetic per block is group_tile's
  * for one activation row, in the same order. */
 
-/* Q4_0 and Q5_0 decode also prefetch every line TOKD_PK_DECODE_LINE_PF ahead, with
- * prefetchnta (packed.h says why); Q8_0 primes pages only. All three prime 16 KB ahead,
- * not page_prime.h's 4 (TOKD_PK_DECODE_PRIME_SKIP, packed.h). */
+/* Q4_0, Q5_0 and Q8_0 decode also prefetch every line TOKD_PK_DECODE_LINE_PF ahead,
+ * with prefetchnta (packed.h says why), and prime pages 16 KB ahead, not page_prime.h's
+ * 4 (TOKD_PK_DECODE_PRIME_SKIP, packed.h). */
 
 /* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
  * and one of fifth bits, Q8_0 8 of bytes. */
@@ -170,8 +170,7 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
         tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, 2 * bb);
-        if (kind != PK_Q8_0)
-            for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+        for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
         const __m512i sc = load_once(w);
         load_vectors(raw, w + 64, nv);
         acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), a, b, nb, acc);
