@@ -148,9 +148,9 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * swings of +-10 % between runs could not decide (thirtieth session). Whole decode steps
  * alternated in one process decided it (16 steps a round, medians of the rounds' time
  * ratios; thirty-third session): Q8_0 with nta lines 6 KB ahead 0.975, 0.994 and 0.990
- * of the step time with page priming alone (150-300 rounds each); Q4_K_M 0.984 and 0.983
- * with nta Q4_K quarters, 0.967 and 0.980 of that again with nta Q6_K quarters too; a
- * Q6_K file 0.978 with nta quarters. The one loss: Q4_0's output matrix (Q6_K) took 7 %
+ * of the step time with page priming alone (150-300 rounds each); Q4_K_M 0.972-0.984
+ * with nta Q4_K quarters (three runs), 0.967 and 0.977 with nta Q6_K quarters too (0.980
+ * against nta Q4_K quarters alone); a Q6_K file 0.978 with nta quarters. The one loss: Q4_0's output matrix (Q6_K) took 7 %
  * longer with nta, 1.003-1.005 of Q4_0's step. On the earlier AVX-512 host Q8_0's lines
  * 4 KB ahead (prefetcht0) lost 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0
  * 1.030-1.069 and Q5_0 1.069 of the build without (BENCHMARKS.md, thirteenth session). */
