@@ -134,25 +134,26 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
 #define TOKD_PK_PF_DIST 6144
 #endif
 /* AVX-512 decode of Q4_0, Q5_0 and Q8_0 also prefetches every line this far ahead, with
- * prefetchnta (and the K-quants' quarters below are nta too). On the AMD EPYC Zen 5 host (2 cores) one core reads at most ~44 GB/s
- * however it asks (plain loads; prefetcht0, t1, t2 or nta; one to four streams: 39-42
- * GB/s in the same minutes) and two cores read twice that, so each core's outstanding
- * misses are the bound. Each form's packed decode kernel streaming 512 MB on two threads,
- * variants alternated in one process (medians of 11, probe 83-86 GB/s): Q4_0 82.0-82.7
- * GB/s with prefetcht0 3 KB ahead (the earlier AVX-512 host's choice), 85.3-85.8 with
- * prefetchnta 6 KB ahead, 80.9-81.5 with nta 3 KB ahead; Q5_0 the same (79.8-83.6) with
- * either. Whole `tokd bench` tg runs alternated with the t0 build: Q4_0 ahead in 6 of 6
- * pairs, median share 88.2 % against 85.9 %. Q8_0's nta lines 4 KB ahead and the Q4_K
- * quarters with nta also streamed faster alone (86.5 against 81.3-84.7 GB/s; 84.0-85.4
- * against 79.6-81.4) but then kept nothing in whole `tokd bench` runs, a test the host's
- * swings of +-10 % between runs could not decide (thirtieth session). Whole decode steps
- * alternated in one process decided it (16 steps a round, medians of the rounds' time
- * ratios; thirty-third session): Q8_0 with nta lines 6 KB ahead 0.975, 0.994 and 0.990
- * of the step time with page priming alone (150-300 rounds each); Q4_K_M 0.972-0.984
- * with nta Q4_K quarters (three runs), 0.967 and 0.977 with nta Q6_K quarters too (0.980
- * against nta Q4_K quarters alone); a Q6_K file 0.978 with nta quarters. The one loss: Q4_0's output matrix (Q6_K) took 7 %
- * longer with nta, 1.003-1.005 of Q4_0's step. On the earlier AVX-512 host Q8_0's lines
- * 4 KB ahead (prefetcht0) lost 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0
+ * prefetchnta (and the K-quants' quarters below are nta too). On the AMD EPYC Zen 5 host
+ * (2 cores) one core reads at most ~44 GB/s however it asks (plain loads; prefetcht0,
+ * t1, t2 or nta; one to four streams: 39-42 GB/s in the same minutes) and two cores read
+ * twice that, so each core's outstanding misses are the bound. Each form's packed decode
+ * kernel streaming 512 MB on two threads, variants alternated in one process (medians of
+ * 11, probe 83-86 GB/s): Q4_0 82.0-82.7 GB/s with prefetcht0 3 KB ahead (the earlier
+ * AVX-512 host's choice), 85.3-85.8 with prefetchnta 6 KB ahead, 80.9-81.5 with nta 3 KB
+ * ahead; Q5_0 the same (79.8-83.6) with either. Whole `tokd bench` tg runs alternated
+ * with the t0 build: Q4_0 ahead in 6 of 6 pairs, median share 88.2 % against 85.9 %.
+ * Q8_0's nta lines 4 KB ahead and the Q4_K quarters with nta also streamed faster alone
+ * (86.5 against 81.3-84.7 GB/s; 84.0-85.4 against 79.6-81.4) but then kept nothing in
+ * whole `tokd bench` runs, a test the host's swings of +-10 % between runs could not
+ * decide (thirtieth session). Whole decode steps alternated in one process decided it
+ * (16 steps a round, medians of the rounds' time ratios; thirty-third session): Q8_0
+ * with nta lines 6 KB ahead 0.975, 0.994 and 0.990 of the step time with page priming
+ * alone (150-300 rounds each); Q4_K_M 0.972-0.984 with nta Q4_K quarters (three runs),
+ * 0.967 and 0.977 with nta Q6_K quarters too (0.980 against nta Q4_K quarters alone); a
+ * Q6_K file 0.978 with nta quarters. The one loss: Q4_0's output matrix (Q6_K) took
+ * 3-7 % longer with nta, 1.003-1.005 of Q4_0's step. On the earlier AVX-512 host Q8_0's
+ * lines 4 KB ahead (prefetcht0) lost 6 of 6 pairs; there 3 KB ahead with t0 gave Q4_0
  * 1.030-1.069 and Q5_0 1.069 of the build without (BENCHMARKS.md, thirteenth session). */
 #define TOKD_PK_DECODE_LINE_PF 6144
 /* The AVX2 kernels' decode of Q4_0, Q5_0 and Q8_0 prefetch every line this far ahead, as
@@ -222,13 +223,14 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(co
     for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 0);
 }
 /* AVX-512 Q6_K decode spreads its line prefetches in quarters too, issued with
- * tokd_pk_prefetchnta_here (prefetcht0 before the thirty-third session) so that the unrolled sub-block loop keeps them apart. On the Zen 5
- * host, its decode kernel streaming 512 MB on two threads, alternated in one process with
- * the burst (medians of 11, a noisy hour, probe 63-79 GB/s): 56.8 and 64.2 GB/s against
- * 55.4-59.6 at K 2048, 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less,
- * sixteenths nothing. Whole Q4_K_M tg runs alternated with the burst build: tok/s ahead
- * in 11 of 12 pairs, share in 9 (medians of two batches 85.1 % against 78.3 % and 78.1 %
- * against 77.3 %; BENCHMARKS.md, thirtieth session). Q4_K's quarters stay with
+ * tokd_pk_prefetchnta_here (prefetcht0 before the thirty-third session) so that the
+ * unrolled sub-block loop keeps them apart. On the Zen 5 host, its decode kernel
+ * streaming 512 MB on two threads, alternated in one process with the burst (medians of
+ * 11, a noisy hour, probe 63-79 GB/s): 56.8 and 64.2 GB/s against 55.4-59.6 at K 2048,
+ * 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less, sixteenths nothing.
+ * Whole Q4_K_M tg runs alternated with the burst build: tok/s ahead in 11 of 12 pairs,
+ * share in 9 (medians of two batches 85.1 % against 78.3 % and 78.1 % against 77.3 %;
+ * BENCHMARKS.md, thirtieth session). Q4_K's quarters stay with
  * tokd_pk_kq_prefetch_quarter: through this helper its decode kernel read 0.806-0.815 of
  * the probe against 0.835-0.860 (alternated in one process, thirty-first session). */
 static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter_here(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
