@@ -66,7 +66,7 @@ test-asan:
 FUZZ_SECONDS ?= 60
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=build-fuzz/%)
 FUZZCOMMON := -std=c17 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc $(WFLAGS) -fno-sanitize-recover=all -pthread -MMD -MP
-FUZZ_LIB_SRCS := $(filter-out src/server/%,$(LIB_SRCS))
+FUZZ_LIB_SRCS := $(filter-out src/server/server.c,$(LIB_SRCS))
 FUZZ_OBJS := $(FUZZ_LIB_SRCS:%.c=build-fuzz/obj/%.o)
 FUZZ_SAN  := -fsanitize=fuzzer-no-link,address,undefined
 # The SIMD kernel files are built here with coverage only, no ASan/UBSan: the fuzzers drive
