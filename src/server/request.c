@@ -163,10 +163,13 @@ static char *content_text(const cJSON *content, int i, tokd_req_err *pe, bool *b
 }
 
 /* An assistant message's tool_calls, normalised for templates: {"id", "type": "function",
- * "function": {"name", "arguments"}}, where arguments given as a JSON string holding an
- * object become that object (templates print them with tojson or iterate over them, as
- * transformers users pass them), and any other string is kept as it is. */
-static cJSON *norm_tool_calls(const cJSON *tcs, int i, tokd_req_err *pe) {
+ * "function": {"name", "arguments"}}. Most templates want the arguments as an object
+ * (they print them with tojson or iterate over them, as transformers users pass them), so
+ * a JSON string holding an object becomes that object, and any other string is kept as
+ * it is. With string_args, the arguments are text instead, as the OpenAI API sends them:
+ * for the templates that concatenate them to a string (Functionary v3.2), which fail on
+ * an object as they do in transformers. */
+static cJSON *norm_tool_calls(const cJSON *tcs, int i, bool string_args, tokd_req_err *pe) {
     if (!cJSON_IsArray(tcs)) {
         fail(pe, 400, "messages", "messages[%d].tool_calls must be an array", i);
         return NULL;
@@ -190,7 +193,11 @@ static cJSON *norm_tool_calls(const cJSON *tcs, int i, tokd_req_err *pe) {
         cJSON_AddStringToObject(o, "type", "function");
         cJSON_AddStringToObject(f, "name", name->valuestring);
         cJSON *a = NULL;
-        if (cJSON_IsString(args)) {
+        if (string_args) {
+            char *printed = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : NULL;
+            a = cJSON_CreateString(cJSON_IsString(args) ? args->valuestring : printed ? printed : "{}");
+            cJSON_free(printed);
+        } else if (cJSON_IsString(args)) {
             a = cJSON_Parse(args->valuestring);
             if (!cJSON_IsObject(a)) {
                 cJSON_Delete(a);
@@ -224,10 +231,10 @@ static int check_tools(const cJSON *tools, tokd_req_err *pe) {
     return 0;
 }
 
-/* Chat messages -> the model's chat template (chat_render.h) -> prompt tokens. */
-static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *root, tokd_req_err *pe) {
-    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "messages");
-    if (!cJSON_IsArray(ms) || !ms->child) return fail(pe, 400, "messages", "'messages' must be a non-empty array");
+/* The request's messages checked and normalised for the template: role, content as text
+ * (null for an assistant turn that only calls tools), name, tool_call_id,
+ * reasoning_content, and tool_calls (norm_tool_calls). NULL with *pe on a bad message. */
+static cJSON *norm_messages(const cJSON *ms, bool string_args, tokd_req_err *pe) {
     cJSON *norm = cJSON_CreateArray();
     int i = 0, rc = 0;
     for (const cJSON *m = ms->child; m && !rc; m = m->next, i++) {
@@ -277,11 +284,33 @@ static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *
                 rc = fail(pe, 400, "messages", "messages[%d]: only assistant messages have tool_calls", i);
                 break;
             }
-            cJSON *t = norm_tool_calls(tcs, i, pe);
+            cJSON *t = norm_tool_calls(tcs, i, string_args, pe);
             if (!t) rc = -1;
             else cJSON_AddItemToObject(nm, "tool_calls", t);
         }
     }
+    if (rc) {
+        cJSON_Delete(norm);
+        return NULL;
+    }
+    return norm;
+}
+
+static bool has_tool_calls(const cJSON *norm) {
+    for (const cJSON *m = norm->child; m; m = m->next)
+        if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) return true;
+    return false;
+}
+
+/* Chat messages -> the model's chat template (chat_render.h) -> prompt tokens. A history
+ * with tool calls whose template fails on arguments as objects is rendered again with
+ * them as strings (norm_tool_calls). */
+static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *root, tokd_req_err *pe) {
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!cJSON_IsArray(ms) || !ms->child) return fail(pe, 400, "messages", "'messages' must be a non-empty array");
+    cJSON *norm = norm_messages(ms, false, pe);
+    if (!norm) return -1;
+    int rc = 0;
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
     if (!rc && present(tools) && check_tools(tools, pe)) rc = -1;
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
@@ -293,8 +322,15 @@ static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *
         char *text = NULL;
         size_t len = 0;
         tokd_err err;
-        if (tokd_chat_render(s->tpl, norm, present(tools) && cJSON_GetArraySize(tools) > 0 ? tools : NULL, gen_prompt,
-                             present(kw) ? kw : NULL, &text, &len, &err)) {
+        const cJSON *tools_arg = present(tools) && cJSON_GetArraySize(tools) > 0 ? tools : NULL, *kw_arg = present(kw) ? kw : NULL;
+        int failed = tokd_chat_render(s->tpl, norm, tools_arg, gen_prompt, kw_arg, &text, &len, &err);
+        if (failed && has_tool_calls(norm)) {
+            cJSON *as_text = norm_messages(ms, true, pe); /* the same checks passed once */
+            tokd_err err2;
+            if (as_text && !tokd_chat_render(s->tpl, as_text, tools_arg, gen_prompt, kw_arg, &text, &len, &err2)) failed = 0;
+            cJSON_Delete(as_text);
+        }
+        if (failed) {
             rc = fail(pe, 400, "messages", "%s", err.msg);
         } else {
             int32_t *toks = NULL;
