@@ -1,7 +1,9 @@
 /* test_request.c — the server's request parsing (server/request.c) without a server: the
  * defaults of each endpoint, refusals that name their field, the constraints a request may
- * combine, and chat histories with tool calls rendered by templates that want the
- * arguments as objects (Llama 3.1) and by one that wants them as text (Functionary v3.2). */
+ * combine, and conversations as OpenAI clients send them on templates that need them
+ * otherwise: tool-call arguments as objects (Llama 3.1) or as text (Functionary v3.2),
+ * "" for a null content (Phi-3.5), no developer role (Mistral Small 3.1), no system role
+ * (Gemma 2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +188,49 @@ static void test_tool_history(void) {
     tokd_chat_template_free(hermes);
 }
 
+
+/* Conversations an OpenAI client sends, on templates that reject them as sent. */
+static void test_adaptations(void) {
+    tokd_toolcall_format fmt;
+    tokd_gen_opts o;
+    tokd_req_err pe;
+    tokd_req_ctx ctx = {model, NULL, TOKD_TOOLCALL_HERMES, "tokd", 16, 1};
+    const char *sys_user = "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}";
+
+    /* Gemma 2 raises "System role not supported": the system text goes before the user's */
+    ctx.tpl = template_file("google-gemma-2-2b-it.jinja", &fmt);
+    CHECK(parse(&ctx, sys_user, true, &o, &pe) == 0, "gemma 2, system message: %s", pe.msg);
+    CHECK(o.prompt_text && strstr(o.prompt_text, "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>"), "system in user: %s",
+          o.prompt_text ? o.prompt_text : "");
+    tokd_gen_opts_free(&o);
+    /* a conversation it cannot take however presented: its own error */
+    refused(&ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\", \"content\": \"b\"}]}", true, 400,
+            "messages");
+    tokd_chat_template_free((tokd_chat_template *)ctx.tpl);
+
+    /* Phi-3.5 concatenates each content: a tool-calling turn's null becomes "" */
+    ctx.tpl = template_file("microsoft-Phi-3.5-mini-instruct.jinja", &fmt);
+    CHECK(parse(&ctx, "{" HISTORY "}", true, &o, &pe) == 0, "phi 3.5, null content: %s", pe.msg);
+    CHECK(o.prompt_text && strstr(o.prompt_text, "<|assistant|>\n<|end|>"), "empty assistant turn: %s", o.prompt_text ? o.prompt_text : "");
+    tokd_gen_opts_free(&o);
+    tokd_chat_template_free((tokd_chat_template *)ctx.tpl);
+
+    /* Mistral Small 3.1 knows system, not developer */
+    ctx.tpl = template_file("mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja", &fmt);
+    CHECK(parse(&ctx, "{\"messages\": [{\"role\": \"developer\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}",
+                true, &o, &pe) == 0,
+          "mistral small 3.1, developer message: %s", pe.msg);
+    CHECK(o.prompt_text && strstr(o.prompt_text, "[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]"), "developer as system: %s",
+          o.prompt_text ? o.prompt_text : "");
+    tokd_gen_opts_free(&o);
+    /* and a template that accepts the conversation as sent renders it unchanged */
+    CHECK(parse(&ctx, sys_user, true, &o, &pe) == 0 && o.prompt_text &&
+              strstr(o.prompt_text, "[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]"),
+          "as sent: %s", o.prompt_text ? o.prompt_text : pe.msg);
+    tokd_gen_opts_free(&o);
+    tokd_chat_template_free((tokd_chat_template *)ctx.tpl);
+}
+
 int main(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
@@ -199,6 +244,7 @@ int main(void) {
     test_completions(&ctx);
     test_chat(&ctx);
     test_tool_history();
+    test_adaptations();
     tokd_chat_template_free(chatml);
     tokd_model_free(model);
     T_DONE();

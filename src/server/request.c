@@ -231,10 +231,53 @@ static int check_tools(const cJSON *tools, tokd_req_err *pe) {
     return 0;
 }
 
+/* Ways to present a conversation to a template that fails on it as the client sent it.
+ * Each is what some real template needs and an OpenAI client does not send:
+ * - ADAPT_ARGS_TEXT: tool-call arguments as text (Functionary v3.2 concatenates them);
+ * - ADAPT_EMPTY_CONTENT: "" for an assistant turn's null content (Phi-3.5 concatenates
+ *   it, Kimi K2 iterates over it);
+ * - ADAPT_DEVELOPER_AS_SYSTEM: the developer role as system (few templates know it);
+ * - ADAPT_SYSTEM_IN_USER: the leading system text put before the first user turn's, for
+ *   templates without a system role (Gemma 2). */
+enum { ADAPT_ARGS_TEXT = 1, ADAPT_EMPTY_CONTENT = 2, ADAPT_DEVELOPER_AS_SYSTEM = 4, ADAPT_SYSTEM_IN_USER = 8, N_ADAPT = 16 };
+
+static bool is_role(const cJSON *m, const char *role) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+    return cJSON_IsString(r) && !strcmp(r->valuestring, role);
+}
+
+/* Whether norm starts with system (or developer) messages followed by a user message;
+ * with apply, their texts then go before the user's, each followed by a blank line, and
+ * the messages themselves are removed. */
+static bool system_into_user(cJSON *norm, bool apply) {
+    cJSON *user = norm->child;
+    while (user && (is_role(user, "system") || is_role(user, "developer"))) user = user->next;
+    if (user == norm->child || !user || !is_role(user, "user")) return false;
+    if (!apply) return true;
+    tokd_buf b = {0};
+    tokd_buf_append(&b, "", 0);
+    while (norm->child != user) {
+        cJSON *sys = cJSON_DetachItemViaPointer(norm, norm->child);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(sys, "content");
+        if (cJSON_IsString(c) && *c->valuestring) {
+            tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
+            tokd_buf_append(&b, "\n\n", 2);
+        }
+        cJSON_Delete(sys);
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(user, "content");
+    if (cJSON_IsString(c)) tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
+    cJSON_ReplaceItemInObjectCaseSensitive(user, "content", cJSON_CreateString(b.data));
+    tokd_buf_free(&b);
+    return true;
+}
+
 /* The request's messages checked and normalised for the template: role, content as text
  * (null for an assistant turn that only calls tools), name, tool_call_id,
- * reasoning_content, and tool_calls (norm_tool_calls). NULL with *pe on a bad message. */
-static cJSON *norm_messages(const cJSON *ms, bool string_args, tokd_req_err *pe) {
+ * reasoning_content, and tool_calls (norm_tool_calls); with the adaptations in adapt.
+ * NULL with *pe on a bad message. *can gets the adaptations that would change anything. */
+static cJSON *norm_messages(const cJSON *ms, unsigned adapt, unsigned *can, tokd_req_err *pe) {
+    *can = 0;
     cJSON *norm = cJSON_CreateArray();
     int i = 0, rc = 0;
     for (const cJSON *m = ms->child; m && !rc; m = m->next, i++) {
@@ -262,10 +305,13 @@ static cJSON *norm_messages(const cJSON *ms, bool string_args, tokd_req_err *pe)
         }
         cJSON *nm = cJSON_CreateObject();
         cJSON_AddItemToArray(norm, nm);
-        cJSON_AddStringToObject(nm, "role", r);
+        const bool developer = !strcmp(r, "developer");
+        if (developer) *can |= ADAPT_DEVELOPER_AS_SYSTEM;
+        cJSON_AddStringToObject(nm, "role", developer && (adapt & ADAPT_DEVELOPER_AS_SYSTEM) ? "system" : r);
         /* assistant turns that only call tools have null content, as in the OpenAI API */
+        if (!text && assistant) *can |= ADAPT_EMPTY_CONTENT;
         if (text) cJSON_AddStringToObject(nm, "content", text);
-        else if (assistant) cJSON_AddNullToObject(nm, "content");
+        else if (assistant && !(adapt & ADAPT_EMPTY_CONTENT)) cJSON_AddNullToObject(nm, "content");
         else cJSON_AddStringToObject(nm, "content", "");
         free(text);
         static const char *const copy_str[] = {"name", "tool_call_id", "reasoning_content"};
@@ -284,31 +330,30 @@ static cJSON *norm_messages(const cJSON *ms, bool string_args, tokd_req_err *pe)
                 rc = fail(pe, 400, "messages", "messages[%d]: only assistant messages have tool_calls", i);
                 break;
             }
-            cJSON *t = norm_tool_calls(tcs, i, string_args, pe);
+            cJSON *t = norm_tool_calls(tcs, i, adapt & ADAPT_ARGS_TEXT, pe);
             if (!t) rc = -1;
             else cJSON_AddItemToObject(nm, "tool_calls", t);
+            if (t && t->child) *can |= ADAPT_ARGS_TEXT;
         }
     }
     if (rc) {
         cJSON_Delete(norm);
         return NULL;
     }
+    if (system_into_user(norm, adapt & ADAPT_SYSTEM_IN_USER)) *can |= ADAPT_SYSTEM_IN_USER;
     return norm;
 }
 
-static bool has_tool_calls(const cJSON *norm) {
-    for (const cJSON *m = norm->child; m; m = m->next)
-        if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) return true;
-    return false;
-}
-
-/* Chat messages -> the model's chat template (chat_render.h) -> prompt tokens. A history
- * with tool calls whose template fails on arguments as objects is rendered again with
- * them as strings (norm_tool_calls). */
+/* Chat messages -> the model's chat template (chat_render.h) -> prompt tokens. When the
+ * template fails on the conversation as sent, it is rendered again with the adaptations
+ * that change something (ADAPT_*), fewest first; if none renders, the first error is the
+ * answer. The templates' own messages then reach the client, as transformers would raise
+ * them. */
 static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *root, tokd_req_err *pe) {
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!cJSON_IsArray(ms) || !ms->child) return fail(pe, 400, "messages", "'messages' must be a non-empty array");
-    cJSON *norm = norm_messages(ms, false, pe);
+    unsigned can;
+    cJSON *norm = norm_messages(ms, 0, &can, pe);
     if (!norm) return -1;
     int rc = 0;
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
@@ -324,12 +369,15 @@ static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *
         tokd_err err;
         const cJSON *tools_arg = present(tools) && cJSON_GetArraySize(tools) > 0 ? tools : NULL, *kw_arg = present(kw) ? kw : NULL;
         int failed = tokd_chat_render(s->tpl, norm, tools_arg, gen_prompt, kw_arg, &text, &len, &err);
-        if (failed && has_tool_calls(norm)) {
-            cJSON *as_text = norm_messages(ms, true, pe); /* the same checks passed once */
-            tokd_err err2;
-            if (as_text && !tokd_chat_render(s->tpl, as_text, tools_arg, gen_prompt, kw_arg, &text, &len, &err2)) failed = 0;
-            cJSON_Delete(as_text);
-        }
+        for (int bits = 1; failed && bits <= 4; bits++) /* how many adaptations at once */
+            for (unsigned adapt = 1; failed && adapt < N_ADAPT; adapt++) {
+                if ((adapt & can) != adapt || __builtin_popcount(adapt) != bits) continue;
+                unsigned ignore;
+                cJSON *adapted = norm_messages(ms, adapt, &ignore, pe); /* the same checks passed once */
+                tokd_err err2;
+                if (adapted && !tokd_chat_render(s->tpl, adapted, tools_arg, gen_prompt, kw_arg, &text, &len, &err2)) failed = 0;
+                cJSON_Delete(adapted);
+            }
         if (failed) {
             rc = fail(pe, 400, "messages", "%s", err.msg);
         } else {
