@@ -101,6 +101,14 @@ static void test_completions(const tokd_req_ctx *ctx) {
     refused(ctx, "{\"prompt\": \"x\", \"logit_bias\": {\"1\": 101}}", false, 400, "logit_bias");
     refused(ctx, "{\"prompt\": [\"a\", \"b\", \"c\"], \"n\": 6}", false, 400, "n");
     refused(ctx, "{\"prompt\": \"x\", \"stop\": [1]}", false, 400, "stop");
+    /* fields that would change the answer and are not implemented: refused, never ignored */
+    refused(ctx, "{\"prompt\": \"x\", \"echo\": true}", false, 400, "echo");
+    refused(ctx, "{\"prompt\": \"x\", \"suffix\": \"end\"}", false, 400, "suffix");
+    refused(ctx, "{\"prompt\": \"x\", \"best_of\": 3, \"n\": 2}", false, 400, "best_of");
+    refused(ctx, "{\"prompt\": \"x\", \"best_of\": 1, \"n\": 2}", false, 400, "best_of");
+    CHECK(parse(ctx, "{\"prompt\": \"x\", \"echo\": false, \"suffix\": \"\", \"best_of\": 2, \"n\": 2}", false, &o, &pe) == 0,
+          "their neutral values pass: %s", pe.msg);
+    tokd_gen_opts_free(&o);
     refused(ctx, "{\"prompt\": \"x\", \"grammar\": \"root ::= a\"}", false, 400, "grammar");
     refused(ctx, "{\"prompt\": \"x\", \"grammar\": \"root ::= \\\"a\\\"\", \"response_format\": {\"type\": \"json_object\"}}",
             false, 400, "response_format");
@@ -130,6 +138,18 @@ static void test_chat(const tokd_req_ctx *ctx) {
     refused(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 2}", true, 400, "top_logprobs");
     refused(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": \"required\"}", true, 400,
             "tool_choice");
+    refused(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"functions\": []}", true, 400, "functions");
+    refused(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"function_call\": \"auto\"}", true, 400,
+            "function_call");
+    refused(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"parallel_tool_calls\": 0}", true, 400,
+            "parallel_tool_calls");
+    CHECK(parse(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"parallel_tool_calls\": false}", true, &o, &pe) == 0 &&
+              o.single_call,
+          "parallel_tool_calls false: %s", pe.msg);
+    tokd_gen_opts_free(&o);
+    CHECK(parse(ctx, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}", true, &o, &pe) == 0 && !o.single_call,
+          "parallel calls by default");
+    tokd_gen_opts_free(&o);
 }
 
 #define TOOLS                                                                                                     \

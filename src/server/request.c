@@ -400,7 +400,8 @@ static int parse_messages(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *
 
 /* tool_choice: "none" renders the tools but parses no calls; "auto" (the default with tools)
  * parses calls the model makes; "required" or {"type": "function", "function": {"name"}}
- * force one call with a grammar in the model's tool-call format (toolchoice.h). */
+ * force one call with a grammar in the model's tool-call format (toolchoice.h).
+ * parallel_tool_calls false keeps the answer to the model's first call. */
 static int parse_tool_choice(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSON *root, tokd_req_err *pe) {
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
     bool have = cJSON_IsArray(tools) && tools->child;
@@ -420,6 +421,9 @@ static int parse_tool_choice(const tokd_req_ctx *s, tokd_gen_opts *o, const cJSO
     } else {
         return fail(pe, 400, "tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function object");
     }
+    bool parallel = true;
+    if (tokd_req_get_bool(root, "parallel_tool_calls", &parallel, pe) < 0) return -1;
+    o->single_call = !parallel;
     if (!force) return 0;
     if (!have) return fail(pe, 400, "tool_choice", "'tool_choice' requires a non-empty 'tools' array");
     o->parse_tools = true;
@@ -469,6 +473,32 @@ static int parse_constraints(tokd_gen_opts *o, const cJSON *root, tokd_req_err *
         return fail(pe, 400, "response_format", "'response_format' cannot be combined with 'grammar' or a forced tool call");
     o->grammar = tokd_grammar_from_json_schema(schema, any, &err);
     if (!o->grammar) return fail(pe, 400, "response_format", "invalid JSON schema: %s", err.msg);
+    return 0;
+}
+
+/* OpenAI fields that would change the answer and that tokd does not implement: refused
+ * by name rather than ignored, so that a client never takes an answer for what it asked.
+ * Their neutral values (echo false, best_of equal to n, an empty suffix) pass. */
+static int unsupported(const cJSON *root, bool chat, tokd_req_err *pe) {
+    bool b = false;
+    if (!chat) {
+        if (tokd_req_get_bool(root, "echo", &b, pe) < 0) return -1;
+        if (b) return fail(pe, 400, "echo", "'echo' is not supported (the prompt is not returned with the completion)");
+        const cJSON *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix");
+        if (present(suffix) && (!cJSON_IsString(suffix) || *suffix->valuestring))
+            return fail(pe, 400, "suffix", "'suffix' is not supported (no text insertion)");
+        int64_t n = 1, best_of;
+        if (get_int(root, "n", 1, 1e6, &n, pe) < 0) return -1;
+        best_of = n;
+        if (get_int(root, "best_of", 1, 1e6, &best_of, pe) < 0) return -1;
+        if (best_of > n) return fail(pe, 400, "best_of", "'best_of' above 'n' is not supported: ask for n choices instead");
+        if (best_of < n) return fail(pe, 400, "best_of", "'best_of' must be at least 'n'");
+    } else {
+        if (present(cJSON_GetObjectItemCaseSensitive(root, "functions")))
+            return fail(pe, 400, "functions", "'functions' is not supported: use 'tools' (the current OpenAI form)");
+        if (present(cJSON_GetObjectItemCaseSensitive(root, "function_call")))
+            return fail(pe, 400, "function_call", "'function_call' is not supported: use 'tool_choice' (the current OpenAI form)");
+    }
     return 0;
 }
 
@@ -526,6 +556,7 @@ int tokd_gen_opts_parse(const tokd_req_ctx *s, const cJSON *root, bool chat, tok
     }
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
     if (present(user) && !cJSON_IsString(user)) return fail(pe, 400, "user", "'user' must be a string");
+    if (unsupported(root, chat, pe)) return -1;
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(root, "stop");
     if (present(stop)) {
         if (cJSON_IsString(stop)) {

@@ -51,6 +51,7 @@ typedef struct {
     /* chat templates, tools, constrained output */
     char *prompt_text;     /* the rendered chat prompt */
     bool parse_tools;      /* parse tool calls out of the output */
+    bool single_call;      /* parallel_tool_calls false: answer with the first call only */
     tokd_grammar *grammar; /* owned until handed to the job */
     bool stream, include_usage, ignore_eos;
     int n_lp; /* -1 none */

@@ -106,6 +106,7 @@ struct job {
     choice_ud *uds;
     ev_rec *head, *tail;
     bool chat, stream, include_usage;
+    bool single_call; /* parallel_tool_calls false */
     int n_lp;        /* alternatives per token; -1: no logprobs */
     char id[48];
     long created;
@@ -487,8 +488,12 @@ static void chat_out_free(chat_out *co) {
     cJSON_Delete(co->calls);
 }
 
-static void add_call_deltas(chat_out *co, const tokd_toolcall_events *ev) {
+/* Calls a choice answers with: all the model made, or the first (parallel_tool_calls false). */
+static size_t calls_kept(const job *j, size_t n) { return j->single_call && n > 1 ? 1 : n; }
+
+static void add_call_deltas(const job *j, chat_out *co, const tokd_toolcall_events *ev) {
     for (size_t k = 0; k < ev->n_calls; k++) {
+        if (ev->first_index + k >= calls_kept(j, SIZE_MAX)) break;
         if (!co->calls) co->calls = cJSON_CreateArray();
         cJSON_AddItemToArray(co->calls, tokd_toolcall_delta_json(&ev->calls[k], ev->first_index + k));
     }
@@ -519,12 +524,12 @@ static void chat_feed(job *j, int c, const char *text, size_t len, bool end, cha
         if (mid.len) {
             tokd_toolcall_push(j->tp[c], mid.data, mid.len, &ev);
             tokd_buf_append(&co->content, ev.content.data, ev.content.len);
-            add_call_deltas(co, &ev);
+            add_call_deltas(j, co, &ev);
         }
         if (end) {
             tokd_toolcall_finish(j->tp[c], &ev);
             tokd_buf_append(&co->content, ev.content.data, ev.content.len);
-            add_call_deltas(co, &ev);
+            add_call_deltas(j, co, &ev);
         }
         tokd_toolcall_events_free(&ev);
     } else {
@@ -536,7 +541,7 @@ static void chat_feed(job *j, int c, const char *text, size_t len, bool end, cha
 static size_t n_calls_of(job *j, int c) {
     size_t n = 0;
     if (j->tp[c]) tokd_toolcall_calls(j->tp[c], &n);
-    return n;
+    return calls_kept(j, n);
 }
 
 /* One streaming chat chunk: whichever of reasoning_content, content and tool_calls it has. */
@@ -697,6 +702,7 @@ static cJSON *final_response(job *j) {
             cJSON_AddStringToObject(m, "role", "assistant");
             size_t n_calls = 0;
             const tokd_toolcall_call *calls = j->tp[i] ? tokd_toolcall_calls(j->tp[i], &n_calls) : NULL;
+            n_calls = calls_kept(j, n_calls);
             if (n_calls && !j->texts[i].len) cJSON_AddNullToObject(m, "content"); /* as OpenAI answers a bare call */
             else add_str_n(m, "content", t, j->texts[i].len);
             if (j->reasoning[i].len) add_str_n(m, "reasoning_content", j->reasoning[i].data, j->reasoning[i].len);
@@ -747,6 +753,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
     j->n_prompts = o.n_prompts;
     j->stream = o.stream;
     j->include_usage = o.include_usage;
+    j->single_call = o.single_call;
     j->grammar = o.grammar; /* the job frees it once every engine request is done */
     o.grammar = NULL;
     if (chat) {

@@ -38,6 +38,10 @@
  * tool_choice: "auto" (default with tools) parses calls; "none" still renders the tools but
  * parses nothing; "required" and {"type":"function","function":{"name"}} force one call with a
  * grammar in the model's format (toolchoice.h) whose arguments follow the tool's parameters.
+ * parallel_tool_calls false answers with the model's first call only. The request's fields
+ * are read and checked in request.h, which also refuses the ones not implemented (echo,
+ * suffix, best_of above n, the legacy functions / function_call) and renders again, adapted,
+ * a conversation the template fails on as an OpenAI client sends it.
  *
  * Constrained output (both endpoints): `response_format` {"type":"json_object"} or
  * {"type":"json_schema","json_schema":{"schema":{...}}}, or `grammar` (GBNF-style text,

@@ -172,6 +172,26 @@ for (const seed of [1, 2, 3, 4, 5]) {
   ok(x.choices[0].message.reasoning_content === 'x' && x.choices[0].message.content === 'y', 'exact reasoning x / content y');
 }
 
+// two calls in one answer (forced by a grammar, tool_choice auto), and parallel_tool_calls false keeps the first
+{
+  const grammar = 'root ::= "<tool_call>\\n{\\"name\\": \\"add\\", \\"arguments\\": {\\"a\\": 1, \\"b\\": 2}}\\n</tool_call>'
+                + '<tool_call>\\n{\\"name\\": \\"add\\", \\"arguments\\": {\\"a\\": 3, \\"b\\": 4}}\\n</tool_call>"';
+  const both = await client.chat.completions.create({ model, messages: msgs, tools, max_tokens: 400, grammar });
+  ok(both.choices[0].message.tool_calls?.length === 2, 'two calls: ' + JSON.stringify(both.choices[0].message));
+  const one = await client.chat.completions.create({ model, messages: msgs, tools, max_tokens: 400, grammar, parallel_tool_calls: false });
+  const c = one.choices[0];
+  ok(c.message.tool_calls?.length === 1 && JSON.parse(c.message.tool_calls[0].function.arguments).a === 1 && c.finish_reason === 'tool_calls',
+     'parallel_tool_calls false: the first call only: ' + JSON.stringify(c));
+  const stream = await client.chat.completions.create({ model, messages: msgs, tools, max_tokens: 400, grammar, parallel_tool_calls: false, stream: true });
+  const indexes = new Set();
+  let finish = null;
+  for await (const ch of stream) {
+    for (const d of ch.choices[0]?.delta?.tool_calls ?? []) indexes.add(d.index);
+    finish = ch.choices[0]?.finish_reason ?? finish;
+  }
+  ok(indexes.size === 1 && indexes.has(0) && finish === 'tool_calls', `streamed: call indexes ${[...indexes]}, ${finish}`);
+}
+
 // errors name the problem
 const bad = async (body, re, what) => {
   try { await client.chat.completions.create({ model, messages: msgs, max_tokens: 4, ...body }); ok(false, 'expected 400: ' + what); }
@@ -186,6 +206,9 @@ await bad({ tools, tool_choice: { type: 'function', function: { name: 'nope' } }
 await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'nonsense' } } }], tool_choice: 'required' },
           /parameters/, 'bad tool parameters');
 await bad({ tools: [{ type: 'retrieval' }] }, /tools\[0\]/, 'bad tool type');
+await bad({ tools, parallel_tool_calls: 'no' }, /parallel_tool_calls/, 'parallel_tool_calls not a boolean');
+await bad({ functions: [weather.function] }, /functions.*tools/, 'legacy functions');
+await bad({ function_call: 'auto' }, /function_call.*tool_choice/, 'legacy function_call');
 await bad({ grammar: 'root ::= "a"', response_format: { type: 'json_object' } }, /combined/, 'two constraints');
 await bad({ messages: [{ role: 'assistant', tool_calls: [{ id: 'x', type: 'function', function: { arguments: '{}' } }] }] },
           /tool_calls/, 'tool call without a name');
