@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # e2e_chat.sh — `tokd chat` driven as a person would, through tmux: three turns typed at
 # the prompt, each answered, the history kept (the later turns reuse cached tokens),
-# then /exit. Fails loudly if tmux is missing (scripts/install-deps.sh installs it).
+# then /exit. Then, piped, --system on a model whose template has no system role (Gemma 2):
+# the system text goes into the first user turn. Fails loudly if tmux is missing
+# (scripts/install-deps.sh installs it).
 set -u
 TOKD=${TOKD:-build/tokd}
 command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; exit 1; }
@@ -41,4 +43,15 @@ turns=$(grep -c "prompt tokens" "$log")
 [ "$turns" -eq 3 ] || fail "expected 3 turns in the stats, got $turns"
 cached=$(grep "prompt tokens" "$log" | tail -1 | sed -E 's/.*\(([0-9]+) cached\).*/\1/')
 [ "${cached:-0}" -gt 0 ] || fail "the third turn reused no cached tokens"
-echo "3 passed, 0 failed"
+
+# --system on Gemma 2's template, which raises "System role not supported"
+HELPER="$(dirname "$TOKD")/tests/test_chat_server"
+[ -x "$HELPER" ] || fail "$HELPER is not built"
+g2=$(mktemp --suffix=.gguf)
+"$HELPER" --with-template ../shared/models/stories260K.gguf "${TOKD_SHARED:-../shared}/templates/google-gemma-2-2b-it.jinja" "$g2" ||
+    fail "cannot write the Gemma 2 model"
+out=$(printf 'Hi\n' | "$TOKD" chat -m "$g2" --system "Be brief." -n 4 --temp 0 2>&1)
+rm -f "$g2"
+echo "$out" | grep -q "prompt tokens" || { echo "FAIL: --system on Gemma 2: $out"; exit 1; }
+echo "$out" | grep -q "System role" && { echo "FAIL: the template's error came back: $out"; exit 1; }
+echo "5 passed, 0 failed"

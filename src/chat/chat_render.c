@@ -92,6 +92,34 @@ int tokd_chat_render(const tokd_chat_template *t, const cJSON *messages, const c
     return 0;
 }
 
+static bool is_role(const cJSON *m, const char *role) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
+    return cJSON_IsString(r) && !strcmp(r->valuestring, role);
+}
+
+bool tokd_chat_system_into_user(cJSON *messages, bool apply) {
+    cJSON *user = messages->child;
+    while (user && (is_role(user, "system") || is_role(user, "developer"))) user = user->next;
+    if (user == messages->child || !user || !is_role(user, "user")) return false;
+    if (!apply) return true;
+    tokd_buf b = {0};
+    tokd_buf_append(&b, "", 0);
+    while (messages->child != user) {
+        cJSON *sys = cJSON_DetachItemViaPointer(messages, messages->child);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(sys, "content");
+        if (cJSON_IsString(c) && *c->valuestring) {
+            tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
+            tokd_buf_append(&b, "\n\n", 2);
+        }
+        cJSON_Delete(sys);
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(user, "content");
+    if (cJSON_IsString(c)) tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
+    cJSON_ReplaceItemInObjectCaseSensitive(user, "content", cJSON_CreateString(b.data));
+    tokd_buf_free(&b);
+    return true;
+}
+
 int tokd_chat_tokenize(const tokd_model *m, const char *text, size_t len, int32_t **out, size_t *n_out, tokd_err *err) {
     tokd_tokenizer_info ti;
     tokd_tokenizer_get_info(m->tok, &ti);

@@ -29,6 +29,12 @@ bool tokd_chat_template_is_fallback(const tokd_chat_template *t);
 int tokd_chat_render(const tokd_chat_template *t, const cJSON *messages, const cJSON *tools,
                      bool add_generation_prompt, const cJSON *extra, char **out, size_t *out_len, tokd_err *err);
 
+/* Whether messages start with system (or developer) messages followed by a user message.
+ * With apply, their texts are then put before the user's, each followed by a blank line,
+ * and the messages themselves removed: for templates without a system role (Gemma 2
+ * raises on one), as llama.cpp's server does. */
+bool tokd_chat_system_into_user(cJSON *messages, bool apply);
+
 /* Tokenize rendered chat text: special tokens are parsed (templates write them as text),
  * and BOS is added only when the model adds one and the text does not already begin
  * with it. *out is malloc'd. */

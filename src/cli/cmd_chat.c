@@ -128,8 +128,15 @@ int cmd_chat(int argc, char **argv) {
         size_t text_len = 0;
         int32_t *prompt = NULL;
         size_t n_prompt = 0;
-        if (tokd_chat_render(tpl, messages, NULL, true, NULL, &text, &text_len, &err) ||
-            tokd_chat_tokenize(m, text, text_len, &prompt, &n_prompt, &err)) {
+        int failed = tokd_chat_render(tpl, messages, NULL, true, NULL, &text, &text_len, &err);
+        if (failed && tokd_chat_system_into_user(messages, false)) { /* a template without a system role */
+            cJSON *merged = cJSON_Duplicate(messages, 1);
+            tokd_chat_system_into_user(merged, true);
+            tokd_err err2;
+            failed = tokd_chat_render(tpl, merged, NULL, true, NULL, &text, &text_len, &err2);
+            cJSON_Delete(merged);
+        }
+        if (failed || tokd_chat_tokenize(m, text, text_len, &prompt, &n_prompt, &err)) {
             fprintf(stderr, "tokd chat: %s\n", err.msg);
             free(text);
             cJSON_DeleteItemFromArray(messages, cJSON_GetArraySize(messages) - 1);

@@ -241,37 +241,6 @@ static int check_tools(const cJSON *tools, tokd_req_err *pe) {
  *   templates without a system role (Gemma 2). */
 enum { ADAPT_ARGS_TEXT = 1, ADAPT_EMPTY_CONTENT = 2, ADAPT_DEVELOPER_AS_SYSTEM = 4, ADAPT_SYSTEM_IN_USER = 8, N_ADAPT = 16 };
 
-static bool is_role(const cJSON *m, const char *role) {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(m, "role");
-    return cJSON_IsString(r) && !strcmp(r->valuestring, role);
-}
-
-/* Whether norm starts with system (or developer) messages followed by a user message;
- * with apply, their texts then go before the user's, each followed by a blank line, and
- * the messages themselves are removed. */
-static bool system_into_user(cJSON *norm, bool apply) {
-    cJSON *user = norm->child;
-    while (user && (is_role(user, "system") || is_role(user, "developer"))) user = user->next;
-    if (user == norm->child || !user || !is_role(user, "user")) return false;
-    if (!apply) return true;
-    tokd_buf b = {0};
-    tokd_buf_append(&b, "", 0);
-    while (norm->child != user) {
-        cJSON *sys = cJSON_DetachItemViaPointer(norm, norm->child);
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(sys, "content");
-        if (cJSON_IsString(c) && *c->valuestring) {
-            tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
-            tokd_buf_append(&b, "\n\n", 2);
-        }
-        cJSON_Delete(sys);
-    }
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(user, "content");
-    if (cJSON_IsString(c)) tokd_buf_append(&b, c->valuestring, strlen(c->valuestring));
-    cJSON_ReplaceItemInObjectCaseSensitive(user, "content", cJSON_CreateString(b.data));
-    tokd_buf_free(&b);
-    return true;
-}
-
 /* The request's messages checked and normalised for the template: role, content as text
  * (null for an assistant turn that only calls tools), name, tool_call_id,
  * reasoning_content, and tool_calls (norm_tool_calls); with the adaptations in adapt.
@@ -340,7 +309,7 @@ static cJSON *norm_messages(const cJSON *ms, unsigned adapt, unsigned *can, tokd
         cJSON_Delete(norm);
         return NULL;
     }
-    if (system_into_user(norm, adapt & ADAPT_SYSTEM_IN_USER)) *can |= ADAPT_SYSTEM_IN_USER;
+    if (tokd_chat_system_into_user(norm, adapt & ADAPT_SYSTEM_IN_USER)) *can |= ADAPT_SYSTEM_IN_USER;
     return norm;
 }
 
