@@ -41,18 +41,6 @@ static tokd_chat_template *templates[N_TEMPLATES];
 static tokd_toolcall_format formats[N_TEMPLATES];
 static tokd_grammar_vocab *vocab;
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    tokd_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    fclose(f);
-    *len = b.len;
-    return b.data;
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
@@ -72,7 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         } else {
             size_t len = 0;
             snprintf(path, sizeof path, "%s/templates/%s", dir, template_files[i]);
-            char *src = read_file(path, &len);
+            char *src = tokd_read_file(path, &len);
             if (!src) {
                 fprintf(stderr, "fuzz_request: cannot read %s (set TOKD_SHARED)\n", path);
                 exit(1);

@@ -2,7 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "util.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -143,6 +145,25 @@ void *tokd_xhuge_alloc(size_t n) {
 
 void tokd_huge_free(void *p, size_t n) {
     if (p) munmap(p, huge_round(n));
+}
+
+char *tokd_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    tokd_buf b = {0};
+    tokd_buf_append(&b, "", 0);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
+    const bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        tokd_buf_free(&b);
+        errno = EIO;
+        return NULL;
+    }
+    if (len) *len = b.len;
+    return b.data;
 }
 
 void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {

@@ -65,6 +65,10 @@ void *tokd_huge_alloc(size_t n);
 void *tokd_xhuge_alloc(size_t n);
 void tokd_huge_free(void *p, size_t n);
 
+/* The whole file at path, NUL-terminated (malloc'd; "" when it is empty), its size in *len
+ * when len is not NULL; NULL with errno set when it cannot be opened or read. */
+char *tokd_read_file(const char *path, size_t *len);
+
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
 typedef struct tokd_buf {
     char *data;

@@ -8,20 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "util.h"
+
 /* The whole file, NUL-terminated (malloc'd), or NULL; *n = its size. */
 static inline char *t_slurp(const char *path, size_t *n) {
     *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)(sz > 0 ? sz : 0) + 1);
-    size_t got = sz > 0 ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    b[got] = 0;
-    *n = got;
-    return b;
+    return tokd_read_file(path, n);
 }
 
 /* KL(softmax(gold) || softmax(ours)) in double; *top1_equal = the argmaxes agree. */

@@ -18,23 +18,10 @@
 #include "model.h"
 #include "t.h"
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    tokd_buf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    fclose(f);
-    tokd_buf_append(&b, "", 0);
-    *len = b.len;
-    return b.data;
-}
-
 /* Copy a GGUF file, replacing (or adding) tokenizer.chat_template. */
 static int write_with_template(const char *model, const char *tpl_path, const char *out, tokd_err *err) {
     size_t tl;
-    char *tpl = read_file(tpl_path, &tl);
+    char *tpl = tokd_read_file(tpl_path, &tl);
     if (!tpl) return tokd_seterr(err, "cannot read %s", tpl_path);
     gguf_file *f = gguf_open(model, err);
     if (!f) {
@@ -158,7 +145,7 @@ static void test_gguf_template(void) {
     if (m && plain) {
         tokd_chat_template *t = tokd_chat_template_new(m, &err), *fb = tokd_chat_template_new(plain, &err);
         size_t len;
-        char *src = read_file(tpl, &len);
+        char *src = tokd_read_file(tpl, &len);
         tokd_chat_template *ref = tokd_chat_template_from_source(m, src, len, &err);
         CHECK(t && fb && ref, "templates: %s", err.msg);
         if (t && fb && ref) {

@@ -16,22 +16,10 @@
 
 static tokd_model *model;
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    tokd_buf b = {0};
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    fclose(f);
-    tokd_buf_append(&b, "", 0);
-    return b.data;
-}
-
 static tokd_chat_template *template_file(const char *name, tokd_toolcall_format *fmt) {
     char path[1024];
     snprintf(path, sizeof path, "%s/templates/%s", t_shared(), name);
-    char *src = read_file(path);
+    char *src = tokd_read_file(path, NULL);
     CHECK(src != NULL, "cannot read %s", path);
     if (!src) exit(1);
     tokd_err err;

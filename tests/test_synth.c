@@ -18,22 +18,9 @@
 
 static char tmpdir[256];
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    size_t got = fread(b, 1, (size_t)sz, f);
-    fclose(f);
-    *n = got;
-    return b;
-}
-
 static bool files_equal(const char *a, const char *b) {
     size_t na, nb;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = tokd_read_file(a, &na), *y = tokd_read_file(b, &nb);
     bool eq = x && y && na == nb && !memcmp(x, y, na);
     free(x);
     free(y);

@@ -11,24 +11,6 @@
 #include "chat/jinja.h"
 #include "t.h"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *p = malloc((size_t)n + 1);
-    if (!p || fread(p, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(p);
-        return NULL;
-    }
-    fclose(f);
-    p[n] = 0;
-    if (len) *len = (size_t)n;
-    return p;
-}
-
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* print where two outputs first differ, with some context */
@@ -48,7 +30,7 @@ int main(void) {
     char dir[1024], path[2048];
     snprintf(dir, sizeof dir, "%s/templates", t_shared());
     snprintf(path, sizeof path, "%s/fixtures.json", dir);
-    char *fx_text = slurp(path, NULL);
+    char *fx_text = tokd_read_file(path, NULL);
     CHECK(fx_text != NULL, "cannot read %s", path);
     if (!fx_text) T_DONE();
     cJSON *fixtures = cJSON_Parse(fx_text);
@@ -72,9 +54,9 @@ int main(void) {
     for (size_t ti = 0; ti < nn; ti++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[ti]);
         size_t tlen;
-        char *src = slurp(path, &tlen);
+        char *src = tokd_read_file(path, &tlen);
         snprintf(path, sizeof path, "%s/expected/%s.expected.json", dir, names[ti]);
-        char *exp_text = slurp(path, NULL);
+        char *exp_text = tokd_read_file(path, NULL);
         CHECK(src && exp_text, "cannot read template or expected file for %s", names[ti]);
         if (!src || !exp_text) {
             free(src);

@@ -19,22 +19,6 @@
 #include "tokenizer.h"
 #include "unicode_utf8.h"
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *b = malloc(cap + 1);
-    size_t k;
-    while ((k = fread(b + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) b = realloc(b, (cap *= 2) + 1);
-    }
-    fclose(f);
-    b[len] = 0;
-    *n = len;
-    return b;
-}
-
 typedef struct {
     gguf_file *f;
     tokd_tokenizer *t;
@@ -122,7 +106,7 @@ static void test_vocab_file(const char *dir, const char *name, int *files) {
     snprintf(ip, sizeof ip, "%s.inp", path);
     snprintf(op, sizeof op, "%s.out", path);
     size_t ni, no;
-    char *inp = slurp(ip, &ni), *out = slurp(op, &no);
+    char *inp = tokd_read_file(ip, &ni), *out = tokd_read_file(op, &no);
     vocab v = open_vocab(path);
     if (!v.t) goto done;
     tokd_tokenizer_info info;
@@ -237,7 +221,7 @@ static void test_golden(const char *dir) {
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", gd, de->d_name);
         size_t n;
-        char *js = slurp(path, &n);
+        char *js = tokd_read_file(path, &n);
         cJSON *root = js ? cJSON_Parse(js) : NULL;
         free(js);
         CHECK(root != NULL, "parse %s", path);

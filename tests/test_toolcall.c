@@ -328,17 +328,6 @@ static void test_ids(void) {
     tokd_toolcall_result_free(&c);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    tokd_buf b = {0};
-    char tmp[4096];
-    size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) tokd_buf_append(&b, tmp, n);
-    fclose(f);
-    return b.data;
-}
-
 static void test_detect(void) {
     static const struct { const char *file; tokd_toolcall_format fmt; } T[] = {
         {"Qwen-Qwen2.5-7B-Instruct.jinja", TOKD_TOOLCALL_HERMES},
@@ -362,7 +351,7 @@ static void test_detect(void) {
     char path[1024];
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         snprintf(path, sizeof path, "%s/templates/%s", t_shared(), T[i].file);
-        char *src = slurp(path);
+        char *src = tokd_read_file(path, NULL);
         CHECK(src != NULL, "read %s", path);
         if (!src) continue;
         tokd_toolcall_format got = tokd_toolcall_detect(src);

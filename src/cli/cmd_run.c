@@ -1,5 +1,6 @@
 /* cmd_run.c — `tokd run`: generate from a prompt. stdout carries only the generated text,
  * flushed per token; stderr carries the stage timings. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,34 +19,15 @@ static void write_text(void *ud, const char *text, size_t len) {
     fflush(stdout);
 }
 
-/* The whole file, NUL-terminated (malloc'd); NULL with a message on error. */
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "tokd run: cannot open '%s'\n", path);
-        return NULL;
-    }
-    tokd_buf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "tokd run: cannot read '%s'\n", path);
-        tokd_buf_free(&b);
-        return NULL;
-    }
-    if (!b.data) b.data = tokd_xcalloc(1, 1);
-    *len = b.len;
-    return b.data;
-}
-
 /* --grammar-file / --json-schema: the grammar, or NULL with a message. */
 static tokd_grammar *load_grammar(const char *grammar_file, const char *schema_file) {
     size_t len = 0;
-    char *text = read_file(grammar_file ? grammar_file : schema_file, &len);
-    if (!text) return NULL;
+    const char *path = grammar_file ? grammar_file : schema_file;
+    char *text = tokd_read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "tokd run: cannot read '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
     tokd_err err;
     tokd_grammar *g = NULL;
     if (grammar_file) {
