@@ -446,7 +446,8 @@ static int parse_constraints(tokd_gen_opts *o, const cJSON *root, tokd_req_err *
 }
 
 /* OpenAI fields that would change the answer and that tokd does not implement: refused
- * by name rather than ignored, so that a client never takes an answer for what it asked.
+ * by name rather than ignored, so that no client mistakes the answer for one to what it
+ * asked.
  * Their neutral values (echo false, best_of equal to n, an empty suffix) pass. */
 static int unsupported(const cJSON *root, bool chat, tokd_req_err *pe) {
     bool b = false;
