@@ -3,8 +3,13 @@
  * Data: every request is a `req`. New ones sit in the inbox (guarded by the engine
  * lock) until the scheduler thread takes them into `waiting` (sorted by arrival id);
  * admitted ones hold a sequence slot of the context and live in `running` (sorted by
- * arrival id, so the last one is the newest: the preemption victim). Everything except
- * the inbox, the cancel flags and the metrics is touched by the scheduler thread only.
+ * arrival id, so the last one is the newest: the preemption victim). Every request from
+ * submit to its DONE event is also on the `live` list, which the engine lock guards, so
+ * that tokd_engine_cancel can find it by id from any thread without touching `running`
+ * or `waiting` (the scheduler reallocates and reorders those without the lock; walking
+ * them from a server thread was a data race, found by ThreadSanitizer). Everything
+ * except the inbox, the live list, the cancel flags and the metrics is touched by the
+ * scheduler thread only.
  *
  * A request's token list holds its prompt then its generated tokens; n_computed of them
  * are in the KV cache. The next batch feeds toks[n_computed .. n_tok) (all of a prompt
@@ -24,7 +29,8 @@
 
 typedef struct req {
     uint64_t id;
-    struct req *next; /* inbox / all-requests list */
+    struct req *next;                 /* inbox */
+    struct req *live_prev, *live_next; /* the engine's live list (engine lock) */
     int32_t *toks;
     int32_t n_tok, cap, n_prompt, n_computed, n_hashed;
     uint64_t last_key;
@@ -73,7 +79,7 @@ struct tokd_engine {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     req *inbox, *inbox_tail;
-    req *all;          /* every live request (for cancel by id) */
+    req *live;         /* every request from submit to DONE (for cancel by id) */
     int32_t n_inbox, n_active;
     bool stop, closed;
     uint64_t next_id;
@@ -271,6 +277,9 @@ int tokd_engine_submit(tokd_engine *e, const tokd_request_params *p, uint64_t *i
     if (e->inbox_tail) e->inbox_tail->next = r;
     else e->inbox = r;
     e->inbox_tail = r;
+    r->live_next = e->live;
+    if (e->live) e->live->live_prev = r;
+    e->live = r;
     e->n_inbox++;
     e->n_active++;
     pthread_cond_signal(&e->cond);
@@ -280,12 +289,8 @@ int tokd_engine_submit(tokd_engine *e, const tokd_request_params *p, uint64_t *i
 
 void tokd_engine_cancel(tokd_engine *e, uint64_t id) {
     pthread_mutex_lock(&e->lock);
-    for (req *r = e->inbox; r; r = r->next)
+    for (req *r = e->live; r; r = r->live_next)
         if (r->id == id) atomic_store(&r->cancel, true);
-    for (int32_t i = 0; i < e->n_running; i++)
-        if (e->running[i]->id == id) atomic_store(&e->running[i]->cancel, true);
-    for (int32_t i = 0; i < e->n_waiting; i++)
-        if (e->waiting[i]->id == id) atomic_store(&e->waiting[i]->cancel, true);
     pthread_cond_signal(&e->cond);
     pthread_mutex_unlock(&e->lock);
 }
@@ -389,6 +394,9 @@ static void finish(tokd_engine *e, req *r, tokd_req_status status, tokd_finish f
     ev.usage = &u;
     r->on_event(r->ud, &ev);
     pthread_mutex_lock(&e->lock);
+    if (r->live_prev) r->live_prev->live_next = r->live_next;
+    else e->live = r->live_next;
+    if (r->live_next) r->live_next->live_prev = r->live_prev;
     e->n_active--;
     pthread_mutex_unlock(&e->lock);
     req_free(r);

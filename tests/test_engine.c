@@ -1,9 +1,11 @@
 /* test_engine.c — the serving engine without HTTP: continuous batching gives the same
  * text as running each request alone (tokd_generate, an independent path), prefix-cache
- * hits and preemption change nothing, cancellation returns every block, and requests
- * that can never fit are refused. */
+ * hits and preemption change nothing, cancellation returns every block (also when it
+ * comes from another thread while the scheduler admits, preempts and finishes requests),
+ * and requests that can never fit are refused. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -407,9 +409,102 @@ static void test_grammar(const char *file) {
     tokd_model_free(m);
 }
 
+/* Cancellation from another thread, as the server's connection threads send it, racing
+ * with the scheduler as it admits, preempts and finishes requests. The canceller walks
+ * the ids (live, finished and never issued) until every request is done. Before the
+ * engine's live list, cancel walked the scheduler's own arrays: ThreadSanitizer saw the
+ * race in the server's e2e tests, and a cancel could write into a request just freed. */
+typedef struct {
+    tokd_engine *e;
+    const uint64_t *ids;
+    int n;
+    atomic_bool stop;
+    int n_calls;
+} canceller;
+
+static void *cancel_main(void *arg) {
+    canceller *k = arg;
+    for (int j = 0; !atomic_load(&k->stop); j++) {
+        int i = (j * 7) % k->n;
+        if (i % 2 == 0) tokd_engine_cancel(k->e, k->ids[i]); /* even requests: cancelled or done first */
+        tokd_engine_cancel(k->e, k->ids[k->n - 1] + 1000 + (uint64_t)j); /* an id never issued */
+        k->n_calls++;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void test_cancel_threads(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err;
+    tokd_model *m = tokd_model_load(path, &err);
+    CHECK(m != NULL, "load %s: %s", path, err.msg);
+    if (!m) return;
+    prompt ps[N_REQ];
+    build_prompts(m, ps);
+    tokd_engine_params ep;
+    tokd_engine_params_default(&ep);
+    ep.max_seqs = 4; /* most requests wait, so cancels meet the waiting list too */
+    ep.n_ctx = 1024;
+    ep.n_threads = 2;
+    ep.n_blocks = 20; /* few blocks: running sequences are preempted */
+    tokd_engine *e = tokd_engine_new(m, &ep, &err);
+    CHECK(e != NULL, "engine: %s", err.msg);
+    if (!e) {
+        tokd_model_free(m);
+        return;
+    }
+    for (int round = 0; round < 3; round++) {
+        collector cs[N_REQ];
+        uint64_t ids[N_REQ];
+        for (int i = 0; i < N_REQ; i++) {
+            coll_init(&cs[i]);
+            tokd_request_params rp;
+            tokd_request_params_default(&rp);
+            rp.prompt = ps[i].toks;
+            rp.n_prompt = ps[i].n;
+            rp.max_tokens = 4 + (i * 5 + round * 3) % 40;
+            rp.ignore_eos = true;
+            rp.on_event = on_event;
+            rp.ud = &cs[i];
+            CHECK(tokd_engine_submit(e, &rp, &ids[i], &err) == 0, "submit: %s", err.msg);
+        }
+        canceller k = {.e = e, .ids = ids, .n = N_REQ};
+        atomic_init(&k.stop, false);
+        pthread_t th;
+        pthread_create(&th, NULL, cancel_main, &k);
+        int n_ok = 0, n_cancelled = 0, bad = 0;
+        for (int i = 0; i < N_REQ; i++) {
+            coll_wait(&cs[i]);
+            int want = 4 + (i * 5 + round * 3) % 40;
+            if (cs[i].status == TOKD_REQ_OK && cs[i].n_tokens == want) n_ok++;
+            else if (cs[i].status == TOKD_REQ_CANCELLED && i % 2 == 0 && cs[i].n_tokens < want) n_cancelled++;
+            else bad++, fprintf(stderr, "request %d: status %d after %d of %d tokens\n", i, cs[i].status, cs[i].n_tokens, want);
+        }
+        atomic_store(&k.stop, true);
+        pthread_join(th, NULL);
+        CHECK(bad == 0, "round %d: %d requests neither done nor cancelled as asked", round, bad);
+        CHECK(n_ok >= N_REQ / 2, "round %d: only %d requests ran to their length (the odd ones must)", round, n_ok);
+        wait_idle(e);
+        tokd_engine_stats st;
+        tokd_engine_get_stats(e, &st);
+        CHECK(st.kv_used == 0 && st.running == 0 && st.waiting == 0, "round %d: used %lld, running %d, waiting %d", round,
+              (long long)st.kv_used, st.running, st.waiting);
+        printf("cancel from another thread, round %d: %d done, %d cancelled, %d cancel calls, preemptions %llu\n", round,
+               n_ok, n_cancelled, k.n_calls, (unsigned long long)st.preemptions);
+        for (int i = 0; i < N_REQ; i++) coll_free(&cs[i]);
+    }
+    tokd_engine_free(e);
+    for (int i = 0; i < N_REQ; i++) free(ps[i].toks);
+    tokd_model_free(m);
+}
+
 int main(void) {
     test_grammar("stories260K.gguf");
     test_model("stories260K.gguf", true);
     test_model("tiny-llama-f32.gguf", true);
+    test_cancel_threads("stories260K.gguf");
     T_DONE();
 }
