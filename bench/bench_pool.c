@@ -12,6 +12,7 @@
  * The machine is shared and small: when other processes hold the cores, a region waits
  * for a descheduled worker and the tail grows; read the median. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,11 +24,11 @@
  * empty function that happens whenever the worker is slow to notice the region, which
  * would time no hand-off at all. */
 static pthread_t caller;
-static volatile int worker_ran;
+static atomic_int worker_ran; /* set by any worker, read by the caller after the region */
 static void empty(void *ctx, int ith, int nth) {
     (void)ctx;
     (void)nth;
-    if (ith > 0 && !pthread_equal(pthread_self(), caller)) worker_ran = 1;
+    if (ith > 0 && !pthread_equal(pthread_self(), caller)) atomic_store_explicit(&worker_ran, 1, memory_order_relaxed);
 }
 
 static int cmp(const void *a, const void *b) {
@@ -50,11 +51,11 @@ int main(int argc, char **argv) {
     long n_handed = 0;
     double start = tokd_now();
     for (long i = 0; i < n; i++) {
-        worker_ran = 0;
+        atomic_store_explicit(&worker_ran, 0, memory_order_relaxed);
         double t0 = tokd_now();
         tokd_pool_run(pool, empty, NULL);
         t[i] = (tokd_now() - t0) * 1e6;
-        if (worker_ran) handed[n_handed++] = t[i];
+        if (atomic_load_explicit(&worker_ran, memory_order_relaxed)) handed[n_handed++] = t[i];
     }
     double total = tokd_now() - start;
     qsort(t, (size_t)n, sizeof *t, cmp);

@@ -29,6 +29,7 @@
  *   run:    build/bench/bench_regions MODEL.gguf [ROUNDS]    (default 21 rounds, 2 threads)
  *
  * Needs a model whose matrices are packed on this CPU (packed.h); others are refused. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,12 +45,12 @@
 #define MAX_ROUNDS 201
 #define WINDOW_BYTES ((size_t)256 << 10) /* forward.c's PREFETCH_BYTES */
 
-static volatile uint64_t sink;
+static _Atomic uint64_t sink; /* the threads mix their reads into it at once */
 
 /* The probe's read loop over a chunk's weight bytes (bench.h), as a packed gemm. */
 static void read_only_gemm(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act,
                            size_t as, float *y, int64_t ldy) {
-    sink ^= tokd_bench_read_bytes(w, (size_t)n_groups * group_bytes);
+    atomic_fetch_xor_explicit(&sink, tokd_bench_read_bytes(w, (size_t)n_groups * group_bytes), memory_order_relaxed);
     (void)K, (void)na, (void)act, (void)as, (void)y, (void)ldy;
 }
 

@@ -2,6 +2,7 @@
 #include "bench.h"
 
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,10 @@ void tokd_bench_stat_of(tokd_bench_stat *s, const double *v, int n) {
  * medians is higher: the limit is the fastest read tokd has seen, never one its own
  * kernels beat. */
 
-static volatile uint64_t bench_sink;
+/* Every thread's reads end here, so the compiler cannot drop them; atomic because the
+ * probe's threads mix into it at once (a plain shared variable was a data race). */
+static _Atomic uint64_t bench_sink;
+static void sink_mix(uint64_t v) { atomic_fetch_xor_explicit(&bench_sink, v, memory_order_relaxed); }
 
 __attribute__((target("avx512f"))) static uint64_t read_avx512(const uint8_t *p, size_t n) {
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
@@ -126,7 +130,7 @@ static void read_slice(void *arg, int ith, int nth) {
         j->q8->gemm(PROBE_K, n_groups, p, gb, 1, j->q8_act, 0, j->q8_out + (size_t)ith * (size_t)n_groups * (size_t)j->q8->group_rows, 0);
         return;
     }
-    bench_sink ^= tokd_bench_read_bytes(p, per);
+    sink_mix(tokd_bench_read_bytes(p, per));
 }
 
 struct tokd_bench_reader {
@@ -215,7 +219,7 @@ double tokd_bench_read_bandwidth(tokd_pool *pool, size_t bytes, int passes) {
     }                                                                                        \
     c0 = ADD(ADD(ADD(c0, c1), ADD(c2, c3)), ADD(ADD(c4, c5), ADD(c6, c7)));                  \
     c0 = ADD(c0, ADD(ADD(c8, c9), ADD(c10, c11)));                                           \
-    bench_sink ^= (uint64_t)REDUCE(c0);                                                      \
+    sink_mix((uint64_t)REDUCE(c0));                                                          \
     return (uint64_t)PEAK_ITERS * 12 * (MACS_PER_OP)
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static uint64_t peak_vnni512(void) {
@@ -257,7 +261,7 @@ __attribute__((target("avx2"))) static uint64_t peak_avx2_int8(void) {
                          : [a] "x"(a), [b] "x"(b));
     const __m256i s = _mm256_add_epi16(_mm256_add_epi16(_mm256_add_epi16(c0, c1), _mm256_add_epi16(c2, c3)),
                                        _mm256_add_epi16(_mm256_add_epi16(c4, c5), _mm256_add_epi16(c6, c7)));
-    bench_sink ^= (uint64_t)_mm256_extract_epi16(_mm256_add_epi16(s, _mm256_add_epi16(_mm256_add_epi16(c8, c9), _mm256_add_epi16(c10, c11))), 0);
+    sink_mix((uint64_t)_mm256_extract_epi16(_mm256_add_epi16(s, _mm256_add_epi16(_mm256_add_epi16(c8, c9), _mm256_add_epi16(c10, c11))), 0));
     return (uint64_t)PEAK_ITERS * 12 * 32;
 }
 
