@@ -3,7 +3,7 @@
 # machine lacks (apt-get only for what is missing; nothing is downloaded at build time).
 set -euo pipefail
 need=()
-for pkg in build-essential clang libclang-rt-14-dev libpcre2-dev libmicrohttpd-dev libcjson-dev curl tmux; do
+for pkg in build-essential libasan8 libtsan2 libubsan1 clang libclang-rt-14-dev libpcre2-dev libmicrohttpd-dev libcjson-dev curl tmux; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # node and npm run the `openai` client in the server tests: the machine's own if present
