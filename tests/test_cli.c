@@ -179,6 +179,7 @@ static void test_bad_options(void) {
         {{(char *)tokd, "run", "-m", model, "-p", "x", "-t", NULL}, "missing value"},
         {{(char *)tokd, "info", NULL}, "info without model"},
         {{(char *)tokd, "logits", "-m", model, "-p", "x", NULL}, "logits without -o"},
+        {{(char *)tokd, "logits", "-m", model, "-p", "x", "-o", "/dev/full", NULL}, "logits onto a full device"},
         {{(char *)tokd, "frobnicate", NULL}, "unknown command"},
         {{(char *)tokd, "info", "-m", "/tmp", NULL}, "a directory"},
     };

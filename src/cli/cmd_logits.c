@@ -62,12 +62,13 @@ int cmd_logits(int argc, char **argv) {
         tokd_seterr(&err, "cannot create '%s'", out_path);
         goto fail;
     }
-    if (fwrite(logits, sizeof(float), n * V, fp) != n * V || fclose(fp) != 0) {
-        fp = NULL;
+    const bool written = fwrite(logits, sizeof(float), n * V, fp) == n * V;
+    const bool closed = fclose(fp) == 0; /* also when the write failed: the FILE is freed */
+    fp = NULL;
+    if (!written || !closed) {
         tokd_seterr(&err, "cannot write '%s'", out_path);
         goto fail;
     }
-    fp = NULL;
     fprintf(stderr, "tokd logits: %zu positions x %zu logits written to %s\n", n, V, out_path);
     rc = 0;
 fail:
