@@ -103,8 +103,8 @@ static void check_matmul(uint32_t id) {
     tokd_matrix M = {.data = W, .tt = t, .K = K, .n_out = n_out, .row_bytes = rb};
     for (int threads = 1; threads <= 2; threads++) {
         tokd_pool *pool = tokd_pool_new(threads);
-        static const int64_t NR[] = {1, 3, 4, 7, 64};
-        for (size_t ni = 0; ni < 5; ni++) {
+        static const int64_t NR[] = {1, 3, 4, 7, 16, 17, 64}; /* decode split up to 16 rows (matmul.h) */
+        for (size_t ni = 0; ni < sizeof NR / sizeof NR[0]; ni++) {
             int64_t nr = NR[ni];
             float *X = malloc(sizeof(float) * (size_t)(K * nr)), *Y = malloc(sizeof(float) * (size_t)(n_out * nr));
             uint8_t *Q = malloc(qb);
@@ -294,9 +294,9 @@ static void check_prep(void) {
     CHECK(bad == 0, "%lld SIMD activation preps differ from the scalar layout", (long long)bad);
 }
 
-/* tokd_matmul_pair: the gate/up product with SwiGLU (chunk by chunk from 4 rows on, in a
- * region after the product below that) gives the bits of two separate products and
- * SwiGLU afterwards, packed or not, for 1 to 9 activation rows on 1 to 3 threads, and
+/* tokd_matmul_pair: the gate/up product with SwiGLU (chunk by chunk past
+ * TOKD_DECODE_MAX_ROWS rows, in a region after the product up to that) gives the bits of two separate products and
+ * SwiGLU afterwards, packed or not, for 1 to 21 activation rows on 1 to 3 threads, and
  * through its fallback (types that share no activation rows,
  * or matrices of different heights); Yb keeps the second product. */
 static void check_matmul_pair(void) {
@@ -318,12 +318,12 @@ static void check_matmul_pair(void) {
             M[m] = (tokd_matrix){.data = W, .tt = t, .K = K, .n_out = rows, .row_bytes = rb};
             const tokd_packed_traits *pk = tokd_packed_get_any(t->id);
             if (pk && rows % 16 == 0) tokd_matrix_pack(NULL, &M[m], pk);
-            size_t sb = tokd_matmul_scratch_bytes(t, K, 9);
+            size_t sb = tokd_matmul_scratch_bytes(t, K, 21); /* the most rows below */
             if (sb > scratch_bytes) scratch_bytes = sb;
         }
         void *scratch = tokd_aligned_alloc(scratch_bytes);
         for (int threads = 1; threads <= 3; threads++)
-            for (int64_t nr = 1; nr <= 9; nr += 4) {
+            for (int64_t nr = 1; nr <= 21; nr += 4) { /* 1-13: decode's split; 17, 21: prefill's chunks */
                 tokd_pool *pool = tokd_pool_new(threads);
                 const int64_t ld = n_out_b + 3;
                 float *X = malloc(sizeof(float) * (size_t)(K * nr));
@@ -351,10 +351,10 @@ static void check_matmul_pair(void) {
 /* tokd_matmul_prefetch_next hands thread ith the start of its share of the decode
  * product (matmul.c: an equal part of the units of 16 rows counted across the matrices,
  * in whole groups of the job's largest packed group), capped at max_bytes and at the end
- * of the matrix the share starts in; the next region takes the windows; a product of 4
- * or more rows (prefill) gets none. Packed and unpacked matrices, Q/K/V-like triples,
- * pairs (the gate/up pair decodes as two matrices in one region), 1 or 3 rows, and 2-3
- * threads. */
+ * of the matrix the share starts in; the next region takes the windows; a product of
+ * more than TOKD_DECODE_MAX_ROWS rows (prefill) gets none. Packed and unpacked matrices,
+ * Q/K/V-like triples, pairs (the gate/up pair decodes as two matrices in one region), 1
+ * or TOKD_DECODE_MAX_ROWS rows, and 2-3 threads. */
 static void check_prefetch_windows(void) {
     const int64_t K = 512;
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_F32};
@@ -381,9 +381,10 @@ static void check_prefetch_windows(void) {
                 const tokd_matrix *const *Ws = mode == 2 ? pair : Mp;
                 for (size_t cap = 4096; cap <= ((size_t)1 << 20); cap *= 256) {
                     tokd_pool_window w;
-                    tokd_matmul_prefetch_next(pool, n_mats, Ws, 4, cap);
-                    CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows for a product of 4 rows (prefill)");
-                    tokd_matmul_prefetch_next(pool, n_mats, Ws, nth == 3 ? 3 : 1, cap); /* 1 or 3 rows: decode */
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, TOKD_DECODE_MAX_ROWS + 1, cap);
+                    CHECK(!tokd_pool_pending_window(pool, 0, &w), "windows for a product of %d rows (prefill)",
+                          TOKD_DECODE_MAX_ROWS + 1);
+                    tokd_matmul_prefetch_next(pool, n_mats, Ws, nth == 3 ? TOKD_DECODE_MAX_ROWS : 1, cap); /* decode */
                     /* a chunk holds whole packed groups: each matrix's units rounded up
                        to the job's largest group (AVX-512 Q4_0 groups 32 rows) */
                     int64_t units[3], total = 0, align = 1;

@@ -6,9 +6,9 @@
  * is still computed whole, by one vec_dot / vec_dot4 / gemm call, so which thread
  * computes it changes nothing.
  *
- * Decode (fewer than 4 activation rows) is bound by each core's memory stream, and
- * every new stream starts cold, so a thread's work stays one stream: thread ith owns an
- * equal share of the product's rows (units of 16 rows, counted across the matrices of
+ * Decode (up to DECODE_MAX_ROWS activation rows: one sequence, or a few batched) is
+ * bound by each core's memory stream, and every new stream starts cold, so a thread's
+ * work stays one stream: thread ith owns an equal share of the product's rows (units of 16 rows, counted across the matrices of
  * the region) and claims them from the front, an eighth of what is left at a time; a
  * thread whose share is empty moves the back half of the fullest other share into its
  * own and streams that. The threads then finish within a claim of each other (a core
@@ -67,6 +67,14 @@
 #define MIN_CLAIM_BYTES ((size_t)32 << 10)
 #define CLAIM_DIVISOR 8     /* a thread claims 1/8 of what is left of its share */
 #define MAX_DECODE_SHARES 128 /* threads past this many take no part in decode */
+/* Up to TOKD_DECODE_MAX_ROWS activation rows (matmul.h: a batched decode step of a few
+ * sequences), products are split as decode's: a contiguous share of every product a
+ * thread, streamed once with decode's prefetches, instead of prefill's 64-row tiles
+ * handed out from a counter (a stream that jumps every 72 KB). TinyLlama shape, Q4_0,
+ * 2 threads, with the packed kernels' streaming of a few rows (packed_avx512.c): a step
+ * of 4 sequences took 12-13 ms against 16 with the split at 4 rows, 16 sequences 44-45
+ * against 50-57 (BENCHMARKS.md, thirty-sixth session). */
+#define DECODE_MAX_ROWS TOKD_DECODE_MAX_ROWS
 
 /* A decode share's units not yet claimed: (first << 32) | end. Its owner claims from
  * the front, a thief moves the end down. */
@@ -481,7 +489,7 @@ static int next_region(int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
 }
 /* Whether tokd_matmul_pair runs its two matrices in pair mode (prefill only: above). */
 static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
-    return n_rows >= 4 && a->n_out == b->n_out && same_act(a, b, n_rows);
+    return n_rows > DECODE_MAX_ROWS && a->n_out == b->n_out && same_act(a, b, n_rows);
 }
 
 /* Convert the activation rows and run the chunks of n_mats matrices (pair mode when epi
@@ -528,7 +536,7 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
     const int64_t align = job_units(n_mats, Ws, j.unit0);
     const int64_t n_units = epi ? j.unit0[1] : j.unit0[n_mats];
     decode_share shares[MAX_DECODE_SHARES];
-    if (n_rows < 4) {
+    if (n_rows <= DECODE_MAX_ROWS) {
         j.chunk_units = 0;
         j.share = shares;
         j.n_shares = decode_shares(nth);
@@ -545,9 +553,9 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
         j.n_chunks = (n_units + j.chunk_units - 1) / j.chunk_units;
     }
     atomic_init(&j.next, nth);
-    if (n_rows < 4) profile_region_start(&j, prep_start);
+    if (n_rows <= DECODE_MAX_ROWS) profile_region_start(&j, prep_start);
     tokd_pool_run(pool, matmul_region, &j);
-    if (n_rows < 4) profile_region_end(&j);
+    if (n_rows <= DECODE_MAX_ROWS) profile_region_end(&j);
 }
 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
@@ -597,7 +605,7 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
 void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
                                size_t max_bytes) {
     const int nth = tokd_pool_size(pool);
-    if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows >= 4 || nth > MAX_DECODE_SHARES) return;
+    if (nth == 1 || n_mats < 1 || n_rows < 1 || n_rows > DECODE_MAX_ROWS || nth > MAX_DECODE_SHARES) return;
     /* the first region tokd_matmul_n (or tokd_matmul_pair, which decodes as it) will run */
     unsigned done = 0;
     int idx[MAX_MATS];

@@ -15,6 +15,11 @@
 #include "kernels/threadpool.h"
 #include "kernels/types.h"
 
+/* Products of up to this many activation rows (one sequence's decode step, or a few
+ * sequences' batched) are split and streamed as decode's; more rows, as prefill's tiles
+ * (matmul.c says how and why). */
+#define TOKD_DECODE_MAX_ROWS 16
+
 typedef struct {
     const void *data;               /* n_out rows, row_bytes apart */
     const tokd_type_traits *tt;
@@ -45,7 +50,7 @@ size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t 
  * (or tokd_matmul_pair, the same in decode) splits it, to prefetch while it waits
  * after the next region (tokd_pool_prefetch_after_next). Call it just before that
  * region: the serial stages between products then overlap the weight stream. Decode
- * only (fewer than 4 rows); prefill, bound by arithmetic, gets no windows. */
+ * only (up to TOKD_DECODE_MAX_ROWS rows); prefill, bound by arithmetic, gets no windows. */
 void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
                                size_t max_bytes);
 
@@ -66,7 +71,7 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
 /* Ya = epi(Wa X, Wb X), row by row, for two matrices of the same height (the FFN's gate
  * and up projections with SwiGLU). Prefill computes each chunk of rows in both matrices
  * and then passes it through epi(ya, yb, n) (which writes ya) while the weights stream;
- * decode (fewer than 4 rows) runs tokd_matmul_n and then epi in a region of its own,
+ * decode (up to TOKD_DECODE_MAX_ROWS rows) runs tokd_matmul_n and then epi in a region of its own,
  * which streams the weights faster (matmul.c). epi must compute each element from its
  * own inputs only, so the chunking changes no bit. Yb holds Wb X afterwards. */
 typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n);

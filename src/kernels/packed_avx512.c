@@ -18,6 +18,7 @@
 #define TGT_GFNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")))
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 8
+#define STREAM_MAX_ROWS (2 * MAX_R) /* activation rows up to which groups are streamed once (stream_group_rows) */
 
 /* acc + vpdpbusd(w, the four activation bytes at p broadcast to every lane), the
  * broadcast folded into the instruction ({1to16}). GCC 12 emits a separate vpbroadcastd
@@ -225,6 +226,79 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
  * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
  * seventh session). */
 
+/* A few activation rows (2..MAX_R: a batched decode step of a few sequences) against
+ * groups that come from memory once. group_tile walks a 32-row group's halves one after
+ * the other and prefetches only a fixed distance ahead with t0, which suits prefill,
+ * where a tile is reused by hundreds of rows from cache; for a few rows the weights are
+ * read once, so this walks each block's lines once for every row and half, with
+ * decode's page priming and prefetchnta line prefetches. Each row's arithmetic per
+ * block and half is group_tile's (block_sum, the same scale product and fmadd, blocks in
+ * order), so the bits are group_tile's and the one-row decode's: batch invariance holds. */
+TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act,
+                                  size_t as, int R, float *y, int64_t ldy) {
+    const int halves = kind == PK_Q4_0X32 ? 2 : 1;
+    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[2][MAX_R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = w + (size_t)b * block_bytes; /* the stream's position (pairs of blocks are contiguous) */
+        tokd_page_prime(blk + TOKD_PK_DECODE_PRIME_SKIP, block_bytes);
+        for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+#pragma GCC unroll 2
+        for (int half = 0; half < halves; half++) {
+            const int x32 = kind == PK_Q4_0X32;
+            const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
+            const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
+            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
+            __m512i wv[8];
+            if (kind != PK_Q8_0) {
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    __m512i v = load_once(q + 64 * c);
+                    wv[c] = _mm512_and_si512(v, m4);
+                    wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                }
+                if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
+            } else {
+#pragma GCC unroll 8
+                for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
+            }
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) {
+                const uint8_t *a = act + (size_t)r * as;
+                __m512i sum = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + corr_off + 4 * b));
+                __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                acc[half][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum), acc[half][r]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+        for (int half = 0; half < halves; half++) _mm512_storeu_ps(y + r * ldy + 16 * half, acc[half][r]);
+}
+
+#define STREAM_CASE(RR)                                                                                 \
+    case RR:                                                                                            \
+        stream_group_rows(kind, nb, w, block_bytes, act, as, RR, y, ldy);                               \
+        break;
+
+/* One group against R (1..MAX_R) activation rows, R a constant in each case. */
+TGT INLINE void stream_group(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act, size_t as,
+                             int R, float *y, int64_t ldy) {
+    switch (R) {
+        STREAM_CASE(1)
+        STREAM_CASE(2)
+        STREAM_CASE(3)
+        STREAM_CASE(4)
+        STREAM_CASE(5)
+        STREAM_CASE(6)
+        STREAM_CASE(7)
+        STREAM_CASE(8)
+    }
+}
+
 #define TILE_CASE(RR)                                                                           \
     case RR:                                                                                    \
         for (int64_t G = 0; G < n_groups; G++)                                                  \
@@ -243,6 +317,13 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
             if (kind == PK_Q4_0X32) decode_group_x32(nb, wb + (size_t)G * group_bytes, act, y + 32 * G);
             else decode_group(kind, nb, wb + (size_t)G * group_bytes, act, y + 16 * G);
         }
+        return;
+    }
+    if (na <= STREAM_MAX_ROWS) { /* each group from memory once, then its second pass of rows from cache */
+        for (int64_t G = 0; G < n_groups; G++)
+            for (int64_t r0 = 0; r0 < na; r0 += MAX_R)
+                stream_group(kind, nb, wb + (size_t)G * group_bytes, block_bytes, (const uint8_t *)act + (size_t)r0 * as, as,
+                             na - r0 < MAX_R ? (int)(na - r0) : MAX_R, y + r0 * ldy + rows * G, ldy);
         return;
     }
     for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {
