@@ -74,6 +74,38 @@ TGT INLINE void q5_0_merge(__m512i wv[8], __m512i hv) {
     }
 }
 
+/* Block b of a group of nb blocks at w (for PK_Q4_0X32, its rows 16*half ..
+ * 16*half+15): the eight weight vectors as block_sum takes them, into wv, and the 16
+ * rows' scales as floats (returned). */
+TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t nb, size_t block_bytes, int half,
+                                __m512i wv[8]) {
+    const int x32 = kind == PK_Q4_0X32;
+    const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
+    const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
+    if (kind != PK_Q8_0) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m512i v = load_once(q + 64 * c);
+            wv[c] = _mm512_and_si512(v, m4);
+            wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+        if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
+    } else {
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
+    }
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
+}
+
+/* acc plus block b (weights wv, scales dx) against prepared activation row a of nb
+ * blocks: the one order of operations every multi-row kernel here uses per row. */
+TGT INLINE __m512 block_row(const __m512i wv[8], __m512 dx, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
+    const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
+    const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+}
+
 /* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each)
  * in the layout of `kind`; for PK_Q4_0X32, against its rows 16*half .. 16*half+15. */
 TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act, size_t as, int R,
@@ -81,38 +113,16 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
     __m512 acc[MAX_R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
         if (TOKD_PK_PF_DIST && R > 1 && half == 0) { /* the block's share of the group's bytes, ahead (decode primes pages) */
             const uint8_t *at = w + (size_t)b * block_bytes + TOKD_PK_PF_DIST;
 #pragma GCC unroll 9
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)at + l, _MM_HINT_T0);
         }
-        const int x32 = kind == PK_Q4_0X32;
-        const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
-        const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
-        const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
         __m512i wv[8];
-        if (kind != PK_Q8_0) {
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) {
-                __m512i v = load_once(q + 64 * c);
-                wv[c] = _mm512_and_si512(v, m4);
-                wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            }
-            if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
-        } else {
+        const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv);
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const uint8_t *a = act + (size_t)r * as;
-            __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + corr_off + 4 * b));
-            __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
-            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r]);
-        }
+        for (int r = 0; r < R; r++) acc[r] = block_row(wv, dx, act + (size_t)r * as, b, nb, acc[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
@@ -237,8 +247,6 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
 TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act,
                                   size_t as, int R, float *y, int64_t ldy) {
     const int halves = kind == PK_Q4_0X32 ? 2 : 1;
-    const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[2][MAX_R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
@@ -248,30 +256,10 @@ TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t
         for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
 #pragma GCC unroll 2
         for (int half = 0; half < halves; half++) {
-            const int x32 = kind == PK_Q4_0X32;
-            const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
-            const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
-            const __m512 dx = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
             __m512i wv[8];
-            if (kind != PK_Q8_0) {
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) {
-                    __m512i v = load_once(q + 64 * c);
-                    wv[c] = _mm512_and_si512(v, m4);
-                    wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                }
-                if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
-            } else {
+            const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv);
 #pragma GCC unroll 8
-                for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
-            }
-#pragma GCC unroll 8
-            for (int r = 0; r < R; r++) {
-                const uint8_t *a = act + (size_t)r * as;
-                __m512i sum = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + corr_off + 4 * b));
-                __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
-                acc[half][r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum), acc[half][r]);
-            }
+            for (int r = 0; r < R; r++) acc[half][r] = block_row(wv, dx, act + (size_t)r * as, b, nb, acc[half][r]);
         }
     }
 #pragma GCC unroll 8
