@@ -167,12 +167,19 @@ static void build_prompts(const tokd_model *m, prompt *ps) {
     free(pre);
 }
 
-static void test_model(const char *file, bool full) {
+/* A model from ../shared/models, or NULL (a failed check). */
+static tokd_model *load_shared_model(const char *file) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err;
     tokd_model *m = tokd_model_load(path, &err);
     CHECK(m != NULL, "load %s: %s", path, err.msg);
+    return m;
+}
+
+static void test_model(const char *file, bool full) {
+    tokd_err err;
+    tokd_model *m = load_shared_model(file);
     if (!m) return;
     printf("== %s\n", file);
     prompt ps[N_REQ];
@@ -321,11 +328,8 @@ static void test_model(const char *file, bool full) {
  * matches its grammar and ends (EOG) when nothing more can follow; a grammar whose allowed
  * tokens are all banned ends the request with an error, not a crash. */
 static void test_grammar(const char *file) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err = {{0}};
-    tokd_model *m = tokd_model_load(path, &err);
-    CHECK(m != NULL, "load %s: %s", path, err.msg);
+    tokd_model *m = load_shared_model(file);
     if (!m) return;
     tokd_engine_params ep;
     tokd_engine_params_default(&ep);
@@ -436,11 +440,8 @@ static void *cancel_main(void *arg) {
 }
 
 static void test_cancel_threads(const char *file) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err;
-    tokd_model *m = tokd_model_load(path, &err);
-    CHECK(m != NULL, "load %s: %s", path, err.msg);
+    tokd_model *m = load_shared_model(file);
     if (!m) return;
     prompt ps[N_REQ];
     build_prompts(m, ps);
