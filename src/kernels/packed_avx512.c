@@ -236,14 +236,15 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
  * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
  * seventh session). */
 
-/* A few activation rows (2..MAX_R: a batched decode step of a few sequences) against
- * groups that come from memory once. group_tile walks a 32-row group's halves one after
- * the other and prefetches only a fixed distance ahead with t0, which suits prefill,
- * where a tile is reused by hundreds of rows from cache; for a few rows the weights are
- * read once, so this walks each block's lines once for every row and half, with
- * decode's page priming and prefetchnta line prefetches. Each row's arithmetic per
- * block and half is group_tile's (block_sum, the same scale product and fmadd, blocks in
- * order), so the bits are group_tile's and the one-row decode's: batch invariance holds. */
+/* A few activation rows (1..MAX_R; packed_gemm takes up to STREAM_MAX_ROWS, a batched
+ * decode step of a few sequences, in passes of MAX_R) against groups that come from
+ * memory once. group_tile walks a 32-row group's halves one after the other and
+ * prefetches only a fixed distance ahead with t0, which suits prefill, where a tile is
+ * reused by hundreds of rows from cache; for a few rows the weights are read once, so
+ * this walks each block's lines once for every row and half, with decode's page priming
+ * and prefetchnta line prefetches. Each row's arithmetic per block and half is
+ * group_tile's (block_weights, block_row, blocks in order), so the bits are group_tile's
+ * and the one-row decode's: batch invariance holds. */
 TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act,
                                   size_t as, int R, float *y, int64_t ldy) {
     const int halves = kind == PK_Q4_0X32 ? 2 : 1;
