@@ -8,11 +8,11 @@
  *
  * Decode (up to DECODE_MAX_ROWS activation rows: one sequence, or a few batched) is
  * bound by each core's memory stream, and every new stream starts cold, so a thread's
- * work stays one stream: thread ith owns an equal share of the product's rows (units of 16 rows, counted across the matrices of
- * the region) and claims them from the front, an eighth of what is left at a time; a
- * thread whose share is empty moves the back half of the fullest other share into its
- * own and streams that. The threads then finish within a claim of each other (a core
- * that the host slows, or that reads a little slower, gives up its tail), and only the
+ * work stays one stream: thread ith owns an equal share of the product's rows (units of
+ * 16 rows, counted across the matrices of the region) and claims them from the front,
+ * an eighth of what is left at a time; a thread whose share is empty moves the back
+ * half of the fullest other share into its own and streams that. The threads then
+ * finish within a claim of each other (a core that the host slows, or that reads a little slower, gives up its tail), and only the
  * thread that steals starts a new stream. Against the guided chunks used before (each
  * thread's first chunk 9/10 of an equal share, the rest in shrinking chunks from a
  * shared counter, each one a new stream), TinyLlama shape, 2 threads, alternated in one
