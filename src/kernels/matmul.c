@@ -9,23 +9,23 @@
  * Decode (up to DECODE_MAX_ROWS activation rows: one sequence, or a few batched) is
  * bound by each core's memory stream, and every new stream starts cold, so a thread's
  * work stays one stream: thread ith owns an equal share of the product's rows (units of
- * 16 rows, counted across the matrices of the region) and claims them from the front,
- * an eighth of what is left at a time; a thread whose share is empty moves the back
- * half of the fullest other share into its own and streams that. The threads then
- * finish within a claim of each other (a core that the host slows, or that reads a little slower, gives up its tail), and only the
- * thread that steals starts a new stream. Against the guided chunks used before (each
- * thread's first chunk 9/10 of an equal share, the rest in shrinking chunks from a
- * shared counter, each one a new stream), TinyLlama shape, 2 threads, alternated in one
- * process: one decode step's products with a kernel that only reads its bytes read
- * 0.90-0.95 of the read probe against 0.86-0.93 (Q4_K_M 0.945-0.948 against
- * 0.864-0.882); whole decode steps were within the host's noise, from 2.6 % faster to
- * 2.4 % slower (BENCHMARKS.md, thirty-first session). Which thread computes an output
- * changes nothing. Each share's start depends only on the shapes and the thread count,
- * so tokd_matmul_prefetch_next can tell each thread, before the product, where it will
- * start.
+ * 16 rows, counted across the matrices of the region) and claims them from the front, an
+ * eighth of what is left at a time; a thread whose share is empty moves the back half of
+ * the fullest other share into its own and streams that. The threads then finish within
+ * a claim of each other (a core that the host slows, or that reads a little slower,
+ * gives up its tail), and only the thread that steals starts a new stream. Against the
+ * guided chunks used before (each thread's first chunk 9/10 of an equal share, the rest
+ * in shrinking chunks from a shared counter, each one a new stream), TinyLlama shape, 2
+ * threads, alternated in one process: one decode step's products with a kernel that only
+ * reads its bytes read 0.90-0.95 of the read probe against 0.86-0.93 (Q4_K_M 0.945-0.948
+ * against 0.864-0.882); whole decode steps were within the host's noise, from 2.6 %
+ * faster to 2.4 % slower (BENCHMARKS.md, thirty-first session). Which thread computes an
+ * output changes nothing. Each share's start depends only on the shapes and the thread
+ * count, so tokd_matmul_prefetch_next can tell each thread, before the product, where it
+ * will start.
  *
- * Prefill / batched decode: thread ith starts on chunk ith and then takes the next free
- * chunk from an atomic counter. A chunk is a tile of TILE weight rows; the tile is walked
+ * Prefill (more than DECODE_MAX_ROWS rows): thread ith starts on chunk ith, then takes the next
+ * free chunk from an atomic counter. A chunk is a tile of TILE weight rows; the tile is walked
  * against the activation rows four at a time with vec_dot4 (the weight row unpacked once
  * for four rows), so the tile stays in L1/L2 while activation rows stream past it. The
  * last n_rows % 4 rows use vec_dot, which gives the same bits as vec_dot4 would.
