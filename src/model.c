@@ -230,12 +230,17 @@ static void drop_file_pages(const tokd_matrix *W) {
 }
 
 /* Repack the matrices whose type has a packed form on this CPU (packed.h): a copy in
- * the interleaved layout replaces the file's rows for every product. All the copies
- * share one buffer in huge pages (tokd_huge_alloc), laid out in the order decode reads
- * them, and the embedding table, which decode reads first, goes in front as the file
- * has it. In the file's mapping, 4 KiB pages, the one row a decode step reads took
- * 37-80 us on this machine's VM (a page walk or fault per new token), against ~10 us
- * here.
+ * the interleaved layout replaces the file's rows for every product. The other
+ * matrices (F32, F16, BF16, and any type without a packed form here) are copied as the
+ * file has them, so that decode reads them from huge pages too: TinyLlama shape in BF16,
+ * 2 threads, tg 14.7-15.8 tok/s from the file's mapping against 17.9-18.0 from the copy
+ * (with the stream dot products of dot_avx512.c, 33.7-34.5; BENCHMARKS.md,
+ * thirty-seventh session). All the copies share one buffer in huge pages
+ * (tokd_huge_alloc), laid out in the order decode reads them, and the embedding table,
+ * which decode reads first, goes in front as the file has it. In the file's mapping,
+ * 4 KiB pages, the one row a decode step reads took 37-80 us on this machine's VM (a
+ * page walk or fault per new token), against ~10 us here. TOKD_REPACK=0 leaves every
+ * matrix in the file's mapping.
  *
  * A tied output matrix (the embedding table's rows) is packed like any other: through
  * the file layout's vec_dot, Llama 3.2 1B's Q6_K output (28 % of a decode step's bytes)
@@ -247,8 +252,13 @@ static void pack_weights(tokd_model *m) {
     size_t *bytes = tokd_xmalloc(sizeof *bytes * (1 + 7 * (size_t)m->hp.n_layer));
     int n = model_matrices(m, ws);
     size_t total = 0;
+    bool *as_is = tokd_xcalloc((size_t)n, sizeof *as_is); /* copied in the file's layout */
     for (int i = 0; i < n; i++) {
         bytes[i] = tokd_matrix_packed_bytes(ws[i], tokd_packed_get(ws[i]->tt->id));
+        if (!bytes[i] && tokd_repack_enabled() && !(m->tied_output && i == n - 1)) {
+            as_is[i] = true;
+            bytes[i] = ws[i]->row_bytes * (size_t)ws[i]->n_out;
+        }
         total += (bytes[i] + 63) & ~(size_t)63;
     }
     const bool embd_in_file = m->tied_output && bytes[n - 1] > 0; /* ws[n - 1] is the output */
@@ -275,10 +285,13 @@ static void pack_weights(tokd_model *m) {
     for (int k = 0; k < n; k++) {
         const int i = embd_in_file ? (k + n - 1) % n : k;
         if (!bytes[i]) continue;
-        tokd_matrix_pack_into(NULL, ws[i], tokd_packed_get(ws[i]->tt->id), arena + offset[i]);
+        if (as_is[i]) memcpy(arena + offset[i], ws[i]->data, bytes[i]);
+        else tokd_matrix_pack_into(NULL, ws[i], tokd_packed_get(ws[i]->tt->id), arena + offset[i]);
         drop_file_pages(ws[i]);
+        if (as_is[i]) ws[i]->data = arena + offset[i];
     }
     free(offset);
+    free(as_is);
     m->packed = arena;
     m->packed_bytes = total;
     free(bytes);

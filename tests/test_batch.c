@@ -170,6 +170,46 @@ static void check_packed_vs_plain(const char *path, int packs, const char *what)
     tokd_model_free(plain);
 }
 
+/* Matrices without a packed form (F32, F16, BF16) are copied into the arena as the
+ * file has them (model.c), so that decode reads them from huge pages too: every matrix
+ * of such a model lies in the arena with the file's bytes, and its logits are the same
+ * bits as from the file's mapping (TOKD_REPACK=0, which copies nothing). Chunks of 7
+ * rows run the few-row decode walk (matmul.c: weight rows outermost). */
+static void check_float_copy(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_model *copied, *plain;
+    load_both(path, &copied, &plain);
+    CHECK(copied && plain, "%s: load twice", file);
+    if (!copied || !plain) return;
+    const uint8_t *at = copied->packed, *end = at + copied->packed_bytes;
+    int inside = at != NULL && plain->packed == NULL;
+    for (int32_t l = 0; l < copied->hp.n_layer; l++) {
+        const tokd_layer *L = &copied->layers[l], *P = &plain->layers[l];
+        const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        const tokd_matrix *ps[] = {&P->wq, &P->wk, &P->wv, &P->wo, &P->w_gate, &P->w_up, &P->w_down};
+        for (int k = 0; k < 7; k++) {
+            const uint8_t *d = ws[k]->data;
+            const size_t len = ws[k]->row_bytes * (size_t)ws[k]->n_out;
+            inside &= ws[k]->pk == NULL && d >= at && d + len <= end && ((uintptr_t)d & 63) == 0 &&
+                      memcmp(d, ps[k]->data, len) == 0;
+        }
+    }
+    const uint8_t *out = copied->output.data;
+    const size_t out_len = copied->output.row_bytes * (size_t)copied->output.n_out;
+    inside &= out >= at && out + out_len <= end && memcmp(out, plain->output.data, out_len) == 0 &&
+              (!copied->tied_output || copied->output.data == copied->tok_embd.data);
+    CHECK(inside, "%s: every matrix copied into the arena with the file's bytes (and none with TOKD_REPACK=0)", file);
+    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)copied->hp.n_vocab;
+    float *a = malloc(bytes), *b = malloc(bytes);
+    CHECK(run_chunked(copied, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
+          "%s: the copies give the file's rows' logits, bit for bit", file);
+    free(a);
+    free(b);
+    tokd_model_free(copied);
+    tokd_model_free(plain);
+}
+
 /* A tied output matrix (tiny-qwen2-Q8_0: the embedding table's rows) is packed for the
  * products where its type has a packed form, into the arena's end like an untied output,
  * and the lookups read the same rows from the file's mapping: no second copy of the
@@ -208,6 +248,8 @@ int main(void) {
                             "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf", "tiny-llama-Q4_K_M.gguf",
                             "tiny-qwen2-F16.gguf", "tiny-qwen2-Q8_0.gguf"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
+    const char *float_models[] = {"tiny-llama-f32.gguf", "tiny-llama-F16.gguf", "tiny-llama-BF16.gguf", "tiny-qwen2-F16.gguf"};
+    for (size_t i = 0; i < sizeof float_models / sizeof float_models[0]; i++) check_float_copy(float_models[i]);
 
     /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0; Q4_1; Q5_1): batch invariance, and the
        same bits unpacked */

@@ -58,6 +58,13 @@ static const impls IMPLS[] = {
     {GGML_TYPE_Q8_K, NULL, NULL, NULL},
 };
 #define N_IMPLS (sizeof IMPLS / sizeof IMPLS[0])
+/* decode's forms of the float rows (types.h, vec_dot_stream): the same bits again */
+static const impls STREAM_IMPLS[] = {
+    {GGML_TYPE_F32, tokd_f32_stream_dot_avx2, tokd_f32_stream_dot_avx512, NULL},
+    {GGML_TYPE_F16, tokd_f16_stream_dot_avx2, tokd_f16_stream_dot_avx512, NULL},
+    {GGML_TYPE_BF16, tokd_bf16_stream_dot_avx2, tokd_bf16_stream_dot_avx512, NULL},
+};
+#define N_STREAM_IMPLS (sizeof STREAM_IMPLS / sizeof STREAM_IMPLS[0])
 
 static bool have_avx2(void) { return tokd_cpu()->avx2 && tokd_cpu()->fma && tokd_cpu()->f16c; }
 static bool have_avx512(void) {
@@ -185,6 +192,12 @@ static void test_simd_equals_scalar(void) {
                 if (IMPLS[ti].avx512 && have_avx512()) check_dot("avx512", t, IMPLS[ti].avx512, K, W, rows, A);
                 if (IMPLS[ti].avx512vnni && have_vnni()) check_dot("avx512vnni", t, IMPLS[ti].avx512vnni, K, W, rows, A);
                 check_dot("selected", t, t->vec_dot, K, W, rows, A);
+                for (size_t si = 0; si < N_STREAM_IMPLS; si++) {
+                    if (STREAM_IMPLS[si].id != t->id) continue;
+                    if (have_avx2()) check_dot("avx2 stream", t, STREAM_IMPLS[si].avx2, K, W, rows, A);
+                    if (have_avx512()) check_dot("avx512 stream", t, STREAM_IMPLS[si].avx512, K, W, rows, A);
+                }
+                if (t->vec_dot_stream) check_dot("selected stream", t, t->vec_dot_stream, K, W, rows, A);
                 free(W), free(A), free(f);
             }
         }
@@ -292,6 +305,13 @@ static void test_selection(void) {
         if (have_avx512() && IMPLS[ti].avx512) want = IMPLS[ti].avx512;
         if (have_vnni() && IMPLS[ti].avx512vnni) want = IMPLS[ti].avx512vnni;
         CHECK(t->vec_dot == want, "%s: selected implementation is not the best available", t->name);
+        tokd_vec_dot_fn want_stream = NULL; /* the float rows' decode forms, on the same path */
+        for (size_t si = 0; si < N_STREAM_IMPLS; si++) {
+            if (STREAM_IMPLS[si].id != t->id) continue;
+            if (have_avx2()) want_stream = STREAM_IMPLS[si].avx2;
+            if (have_avx512()) want_stream = STREAM_IMPLS[si].avx512;
+        }
+        CHECK(t->vec_dot_stream == want_stream, "%s: decode form %s", t->name, want_stream ? "not the best available" : "set where none exists");
     }
 }
 

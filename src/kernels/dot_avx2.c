@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/packed.h"
 #include "kernels/quants.h"
 
 #define A2 __attribute__((target("avx2,fma,f16c")))
@@ -89,14 +90,24 @@ A2 static inline __m256i fifth_bits32(const uint8_t *qh) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-/* ---- float rows: lane i%32, four vectors of eight ---------------------------------- */
+/* ---- float rows: lane i%32, four vectors of eight ----------------------------------
+ * The _stream forms are decode's (dot_avx512.c says why): each step of 32 weights primes
+ * the page TOKD_PRIME_DIST ahead and prefetches its lines TOKD_PK_AVX2_DECODE_LINE_PF
+ * ahead with prefetcht0, as packed_avx2_gemm.h's decode does; the same bits as the plain
+ * forms. */
 
-#define FLOAT_DOT_AVX2(NAME, LOAD8, LOAD1)                                                            \
+#define FLOAT_DOT_AVX2(NAME, LOAD8, LOAD1, ESZ, STREAM)                                               \
     A2 void NAME(int64_t n, float *out, const void *w, const void *act) {                            \
         const float *x = act;                                                                         \
+        const char *wb = w;                                                                           \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                   \
         int64_t i = 0;                                                                                \
         for (; i + 32 <= n; i += 32) {                                                                \
+            if (STREAM) {                                                                             \
+                tokd_page_prime(wb + (ESZ) * i, 32 * (ESZ));                                          \
+                for (int l = 0; l < 32 * (ESZ); l += 64)                                              \
+                    _mm_prefetch(wb + (ESZ) * i + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);      \
+            }                                                                                         \
             a0 = _mm256_add_ps(a0, _mm256_mul_ps(LOAD8(i), _mm256_loadu_ps(x + i)));                 \
             a1 = _mm256_add_ps(a1, _mm256_mul_ps(LOAD8(i + 8), _mm256_loadu_ps(x + i + 8)));         \
             a2 = _mm256_add_ps(a2, _mm256_mul_ps(LOAD8(i + 16), _mm256_loadu_ps(x + i + 16)));       \
@@ -119,9 +130,12 @@ A2 static inline __m256i fifth_bits32(const uint8_t *qh) {
     _mm256_castsi256_ps(_mm256_slli_epi32(                                                               \
         _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + (i)))), 16))
 #define BF16_LOAD1(i) tokd_bf16_to_f32(ld16((const uint16_t *)w + (i)))
-FLOAT_DOT_AVX2(tokd_f32_dot_avx2, F32_LOAD8, F32_LOAD1)
-FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1)
-FLOAT_DOT_AVX2(tokd_bf16_dot_avx2, BF16_LOAD8, BF16_LOAD1)
+FLOAT_DOT_AVX2(tokd_f32_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 0)
+FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 0)
+FLOAT_DOT_AVX2(tokd_bf16_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 0)
+FLOAT_DOT_AVX2(tokd_f32_stream_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 1)
+FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
+FLOAT_DOT_AVX2(tokd_bf16_stream_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 1)
 
 /* ---- 32-element formats ------------------------------------------------------------ */
 

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/packed.h"
 #include "kernels/quants.h"
 
 static inline uint32_t ld32(const void *p) {
@@ -33,22 +34,37 @@ static inline __m128i k4_scales_mins(const uint8_t *s) {
 
 #define T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
-/* ---- float rows: lane i%32, two vectors of sixteen ---- */
+/* ---- float rows: lane i%32, two vectors of sixteen ----
+ * The _stream forms are decode's (types.h, vec_dot_stream): F32, F16 and BF16 matrices
+ * have no packed layout, and one decode step reads each of their rows once, from memory.
+ * Each step of 32 weights (ESZ bytes each) primes the page TOKD_PK_DECODE_PRIME_SKIP
+ * further than the packed decode kernels do and prefetches its lines
+ * TOKD_PK_DECODE_LINE_PF ahead with prefetchnta, as packed_avx512.c's decode does; the
+ * arithmetic is the plain form's, so the bits are too. TinyLlama shape in BF16, 2
+ * threads, weights in huge pages (model.c): tg 17.9-18.0 tok/s plain, 22.9-23.9 with the
+ * pages primed, 33.7-34.5 with the lines prefetched as well (BENCHMARKS.md, thirty-seventh
+ * session). */
 
-#define FLOAT_DOT_512(NAME, LOAD16, LOAD1)                                                   \
-    T512 void NAME(int64_t n, float *out, const void *w, const void *act) {                  \
-        const float *x = act;                                                                \
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                            \
-        int64_t i = 0;                                                                       \
-        for (; i + 32 <= n; i += 32) {                                                       \
-            a0 = _mm512_add_ps(a0, _mm512_mul_ps(LOAD16(i), _mm512_loadu_ps(x + i)));       \
-            a1 = _mm512_add_ps(a1, _mm512_mul_ps(LOAD16(i + 16), _mm512_loadu_ps(x + i + 16))); \
-        }                                                                                    \
-        float s[32];                                                                         \
-        _mm512_storeu_ps(s, a0);                                                             \
-        _mm512_storeu_ps(s + 16, a1);                                                        \
-        for (; i < n; i++) s[i & 31] += LOAD1(i) * x[i];                                     \
-        *out = tokd_reduce32(s);                                                             \
+#define FLOAT_DOT_512(NAME, LOAD16, LOAD1, ESZ, STREAM)                                              \
+    T512 void NAME(int64_t n, float *out, const void *w, const void *act) {                          \
+        const float *x = act;                                                                        \
+        const char *wb = w;                                                                          \
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                    \
+        int64_t i = 0;                                                                               \
+        for (; i + 32 <= n; i += 32) {                                                               \
+            if (STREAM) {                                                                            \
+                tokd_page_prime(wb + (ESZ) * i + TOKD_PK_DECODE_PRIME_SKIP, 32 * (ESZ));             \
+                for (int l = 0; l < 32 * (ESZ); l += 64)                                             \
+                    _mm_prefetch(wb + (ESZ) * i + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);         \
+            }                                                                                        \
+            a0 = _mm512_add_ps(a0, _mm512_mul_ps(LOAD16(i), _mm512_loadu_ps(x + i)));               \
+            a1 = _mm512_add_ps(a1, _mm512_mul_ps(LOAD16(i + 16), _mm512_loadu_ps(x + i + 16)));     \
+        }                                                                                            \
+        float s[32];                                                                                 \
+        _mm512_storeu_ps(s, a0);                                                                     \
+        _mm512_storeu_ps(s + 16, a1);                                                                \
+        for (; i < n; i++) s[i & 31] += LOAD1(i) * x[i];                                             \
+        *out = tokd_reduce32(s);                                                                     \
     }
 static inline uint16_t ld16(const void *p) {
     uint16_t h;
@@ -63,9 +79,12 @@ static inline uint16_t ld16(const void *p) {
     _mm512_castsi512_ps(_mm512_slli_epi32(                                                               \
         _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + (i)))), 16))
 #define BF16_LOAD1(i) tokd_bf16_to_f32(ld16((const uint16_t *)w + (i)))
-FLOAT_DOT_512(tokd_f32_dot_avx512, F32_LOAD16, F32_LOAD1)
-FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1)
-FLOAT_DOT_512(tokd_bf16_dot_avx512, BF16_LOAD16, BF16_LOAD1)
+FLOAT_DOT_512(tokd_f32_dot_avx512, F32_LOAD16, F32_LOAD1, 4, 0)
+FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 0)
+FLOAT_DOT_512(tokd_bf16_dot_avx512, BF16_LOAD16, BF16_LOAD1, 2, 0)
+FLOAT_DOT_512(tokd_f32_stream_dot_avx512, F32_LOAD16, F32_LOAD1, 4, 1)
+FLOAT_DOT_512(tokd_f16_stream_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 1)
+FLOAT_DOT_512(tokd_bf16_stream_dot_avx512, BF16_LOAD16, BF16_LOAD1, 2, 1)
 
 /* ---- quantized rows, without VNNI ---- */
 #define SFX avx512

@@ -235,8 +235,19 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     if (j->n_rows == 1) {
-        tokd_vec_dot_fn dot = tt->vec_dot;
+        tokd_vec_dot_fn dot = tt->vec_dot_stream ? tt->vec_dot_stream : tt->vec_dot;
         for (int64_t o = o0; o < o1; o++) dot(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
+        return;
+    }
+    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_stream) {
+        /* a few activation rows (batched decode of F32/F16/BF16 weights): each weight row
+           from memory once, through the stream form for the first activation row, then
+           from cache for the others; each output is still one dot call, the same bits */
+        for (int64_t o = o0; o < o1; o++) {
+            const uint8_t *w = wbase + (size_t)o * W->row_bytes;
+            tt->vec_dot_stream(K, &Y[o], w, j->act);
+            for (int64_t r = 1; r < j->n_rows; r++) tt->vec_dot(K, &Y[r * ldy + o], w, j->act + (size_t)r * j->act_stride);
+        }
         return;
     }
     int64_t r = 0;

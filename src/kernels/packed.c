@@ -562,8 +562,11 @@ const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t 
     return NULL;
 }
 
-const tokd_packed_traits *tokd_packed_get(uint32_t type) {
+bool tokd_repack_enabled(void) {
     const char *e = getenv("TOKD_REPACK");
-    if (e && !strcmp(e, "0")) return NULL;
-    return tokd_packed_get_any(type);
+    return !(e && !strcmp(e, "0"));
+}
+
+const tokd_packed_traits *tokd_packed_get(uint32_t type) {
+    return tokd_repack_enabled() ? tokd_packed_get_any(type) : NULL;
 }

@@ -90,6 +90,7 @@
 #ifndef TOKD_KERNELS_PACKED_H
 #define TOKD_KERNELS_PACKED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -281,6 +282,9 @@ const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t 
  * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI,
  * and Q4_1 and Q5_1, which AVX-512 CPUs take in their AVX2 forms. */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
+/* false where TOKD_REPACK=0 in the environment: the model then keeps every matrix in
+ * the file's mapping (model.c), packed or not (tests compare the two). */
+bool tokd_repack_enabled(void);
 /* The same, ignoring TOKD_REPACK (tests). */
 const tokd_packed_traits *tokd_packed_get_any(uint32_t type);
 /* The AVX2 form whatever path the process runs (tests), or NULL without AVX2: its

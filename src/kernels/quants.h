@@ -213,6 +213,11 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
 TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
+/* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
+ * plain ones, with the row's pages primed and its lines prefetched ahead. */
+#define TOKD_DOT_STREAM(ISA)                                                                  \
+    TOKD_DOT_DECL(f32_stream, ISA) TOKD_DOT_DECL(f16_stream, ISA) TOKD_DOT_DECL(bf16_stream, ISA)
+TOKD_DOT_STREAM(avx2) TOKD_DOT_STREAM(avx512)
 /* four activation rows at once (see tokd_vec_dot4_fn), dot_avx512.c */
 #define TOKD_DOT4_DECL(T, ISA) \
     void tokd_##T##_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);

@@ -63,6 +63,9 @@ typedef struct tokd_type_traits {
     tokd_gemm_prep_fn gemm_prep;
     tokd_gemm_act_bytes_fn gemm_act_bytes;
     int gemm_min_rows;                 /* use gemm from this many activation rows on */
+    /* decode's form of vec_dot, for a weight row read once from memory: the same bits,
+       with its own prefetches (dot_avx512.c); NULL where vec_dot serves decode too */
+    tokd_vec_dot_fn vec_dot_stream;
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
