@@ -217,6 +217,9 @@ static const struct {
     {GGML_TYPE_Q8_0, tokd_q8_0_dot4_avx512, tokd_q8_0_dot4_avx512vnni},
     {GGML_TYPE_Q4_K, tokd_q4_K_dot4_avx512, tokd_q4_K_dot4_avx512vnni},
     {GGML_TYPE_Q6_K, tokd_q6_K_dot4_avx512, tokd_q6_K_dot4_avx512vnni},
+    {GGML_TYPE_F32, tokd_f32_dot4_avx512, NULL},
+    {GGML_TYPE_F16, tokd_f16_dot4_avx512, NULL},
+    {GGML_TYPE_BF16, tokd_bf16_dot4_avx512, NULL},
 };
 static int64_t check_dot4(const tokd_type_traits *t, tokd_vec_dot4_fn fn, int64_t K, const uint8_t *W, int rows,
                           const uint8_t *A, size_t stride) {
@@ -285,6 +288,8 @@ static void test_dot4(void) {
         CHECK(bad == 0, "%s: %lld four-row dot products differ from the scalar reference", t->name, (long long)bad);
         if (have_vnni() && fvnni && !getenv("TOKD_KERNELS"))
             CHECK(t->vec_dot4 == fvnni, "%s: four-row kernel not selected", t->name);
+        if (have_avx512() && f512 && !fvnni && !getenv("TOKD_KERNELS")) /* the float rows' */
+            CHECK(t->vec_dot4 == f512, "%s: four-row kernel not selected", t->name);
     }
     printf("four-row dot products compared: %lld\n", (long long)checks);
 }

@@ -246,7 +246,13 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t *w = wbase + (size_t)o * W->row_bytes;
             tt->vec_dot_stream(K, &Y[o], w, j->act);
-            for (int64_t r = 1; r < j->n_rows; r++) tt->vec_dot(K, &Y[r * ldy + o], w, j->act + (size_t)r * j->act_stride);
+            int64_t r = 1;
+            for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4) {
+                float out[4];
+                tt->vec_dot4(K, out, w, j->act + (size_t)r * j->act_stride, j->act_stride);
+                for (int k = 0; k < 4; k++) Y[(r + k) * ldy + o] = out[k];
+            }
+            for (; r < j->n_rows; r++) tt->vec_dot(K, &Y[r * ldy + o], w, j->act + (size_t)r * j->act_stride);
         }
         return;
     }

@@ -82,11 +82,11 @@ typedef struct {
     tokd_vec_dot_fn avx2_stream, avx512_stream; /* decode forms (vec_dot_stream), NULL if none */
 } simd_row;
 static const simd_row simd_rows[] = {
-    {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL, NULL, NULL, tokd_f32_stream_dot_avx2,
+    {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL, tokd_f32_dot4_avx512, NULL, tokd_f32_stream_dot_avx2,
      tokd_f32_stream_dot_avx512},
-    {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL, NULL, NULL, tokd_f16_stream_dot_avx2,
+    {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL, tokd_f16_dot4_avx512, NULL, tokd_f16_stream_dot_avx2,
      tokd_f16_stream_dot_avx512},
-    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL, NULL, NULL, tokd_bf16_stream_dot_avx2,
+    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL, tokd_bf16_dot4_avx512, NULL, tokd_bf16_stream_dot_avx2,
      tokd_bf16_stream_dot_avx512},
     {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, tokd_q4_0_dot_avx512, tokd_q4_0_dot_avx512vnni, tokd_q4_0_dot4_avx512,
      tokd_q4_0_dot4_avx512vnni, NULL, NULL},
@@ -181,7 +181,7 @@ static void kernels_init_once(void) {
             if (avx2 && r->avx2_stream) t->vec_dot_stream = r->avx2_stream;
             if (avx512 && r->avx512_stream) t->vec_dot_stream = r->avx512_stream;
             /* the four-row kernel only alongside its own single-row path */
-            if (avx512 && !vnni && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
+            if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
             if (vnni && r->avx512vnni_4 && t->vec_dot == r->avx512vnni) t->vec_dot4 = r->avx512vnni_4;
         }
     }
