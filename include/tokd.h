@@ -1,7 +1,8 @@
 /* tokd.h — the public C API of tokd.
  *
  * A library first: the CLI and the server are its users. Handles are opaque:
- *   tokd_model  — a loaded GGUF model (weights mmapped, tokenizer, hyperparameters);
+ *   tokd_model  — a loaded GGUF model (weights mmapped, the matrices copied into huge
+ *                 pages, tokenizer, hyperparameters);
  *   tokd_ctx    — an evaluation context: a paged KV cache shared by up to n_seq
  *                 sequences, scratch buffers sized once, and a thread pool.
  * tokd_forward evaluates a batch of entries (token, position, sequence) from any number
@@ -39,6 +40,8 @@ typedef struct {
     bool rope_neox, tied_output;
     bool rope_freq_factors; /* per-pair frequency divisors (rope_freqs.weight) */
     uint64_t weight_bytes;  /* bytes of all tensors */
+    uint64_t copied_bytes;  /* of those, the matrices the model holds in its own memory (huge
+                               pages, packed or as the file has them); the rest stays mmapped */
 } tokd_model_info;
 void tokd_model_get_info(const tokd_model *m, tokd_model_info *info);
 

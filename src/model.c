@@ -1,5 +1,7 @@
 /* model.c — loading a Llama-family GGUF model: hyperparameters from metadata, every
- * weight bound (no copy) to its mmapped tensor after checking its shape and type.
+ * weight bound to its mmapped tensor after checking its shape and type, then the
+ * matrices copied once into huge pages for the kernels (pack_weights: the packed layout
+ * where the type has one on this CPU, the file's layout otherwise).
  *
  * Architectures: `llama` (also Mistral-style files) and `qwen2` (q/k/v biases, NEOX
  * RoPE). Small vectors (norm weights, biases) are converted to F32 once at load; the
@@ -361,6 +363,7 @@ void tokd_model_get_info(const tokd_model *m, tokd_model_info *info) {
     info->rope_freq_factors = m->rope_freqs != NULL;
     info->tied_output = m->tied_output;
     info->weight_bytes = m->weight_bytes;
+    info->copied_bytes = m->packed_bytes;
 }
 
 uint64_t tokd_kv_bytes_per_token(const tokd_model *m) {

@@ -36,7 +36,8 @@ struct tokd_model {
     tokd_layer *layers;
     float *rope_freqs;   /* n_rot/2 RoPE frequency divisors (rope_freqs.weight), or NULL */
     uint64_t weight_bytes;
-    void *packed;        /* every matrix's packed copy (model.c: pack_weights), or NULL */
+    void *packed;        /* the matrices copied into huge pages, packed or as the file has them
+                            (model.c: pack_weights), and the embedding table; or NULL */
     size_t packed_bytes; /* its length, for tokd_huge_free */
 };
 

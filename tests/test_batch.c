@@ -200,6 +200,13 @@ static void check_float_copy(const char *file) {
     inside &= out >= at && out + out_len <= end && memcmp(out, plain->output.data, out_len) == 0 &&
               (!copied->tied_output || copied->output.data == copied->tok_embd.data);
     CHECK(inside, "%s: every matrix copied into the arena with the file's bytes (and none with TOKD_REPACK=0)", file);
+    tokd_model_info ci, pi;
+    tokd_model_get_info(copied, &ci);
+    tokd_model_get_info(plain, &pi);
+    CHECK(ci.copied_bytes == copied->packed_bytes && ci.copied_bytes > 0 && ci.copied_bytes <= ci.weight_bytes &&
+              pi.copied_bytes == 0,
+          "%s: tokd_model_get_info reports the copy (%llu of %llu bytes)", file, (unsigned long long)ci.copied_bytes,
+          (unsigned long long)ci.weight_bytes);
     const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)copied->hp.n_vocab;
     float *a = malloc(bytes), *b = malloc(bytes);
     CHECK(run_chunked(copied, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,

@@ -81,7 +81,8 @@ int cmd_info(int argc, char **argv) {
     int32_t n_ctx = mi.n_ctx_train < 4096 ? mi.n_ctx_train : 4096;
     uint64_t kv_tok = tokd_kv_bytes_per_token(m);
     printf("memory budget (context %d, batch %d, 1 sequence):\n", n_ctx, cp.n_batch);
-    mib("weights (mmapped)", (double)mi.weight_bytes);
+    mib("weights", (double)mi.weight_bytes);
+    mib("  copied to huge pages", (double)mi.copied_bytes);
     printf("  %-22s %10.2f KiB\n", "KV cache per token", kv_tok / 1024.0);
     mib("KV cache (context)", (double)kv_tok * n_ctx);
     mib("scratch buffers", (double)tokd_scratch_bytes(m, &cp));
