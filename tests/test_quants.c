@@ -211,15 +211,15 @@ static void test_simd_equals_scalar(void) {
  * tokd_vec_dot4 (with or without a four-row kernel) for every type. */
 static const struct {
     uint32_t id;
-    tokd_vec_dot4_fn avx512, avx512vnni;
+    tokd_vec_dot4_fn avx512, avx512vnni, avx2;
 } DOT4[] = {
-    {GGML_TYPE_Q4_0, tokd_q4_0_dot4_avx512, tokd_q4_0_dot4_avx512vnni},
-    {GGML_TYPE_Q8_0, tokd_q8_0_dot4_avx512, tokd_q8_0_dot4_avx512vnni},
-    {GGML_TYPE_Q4_K, tokd_q4_K_dot4_avx512, tokd_q4_K_dot4_avx512vnni},
-    {GGML_TYPE_Q6_K, tokd_q6_K_dot4_avx512, tokd_q6_K_dot4_avx512vnni},
-    {GGML_TYPE_F32, tokd_f32_dot4_avx512, NULL},
-    {GGML_TYPE_F16, tokd_f16_dot4_avx512, NULL},
-    {GGML_TYPE_BF16, tokd_bf16_dot4_avx512, NULL},
+    {GGML_TYPE_Q4_0, tokd_q4_0_dot4_avx512, tokd_q4_0_dot4_avx512vnni, NULL},
+    {GGML_TYPE_Q8_0, tokd_q8_0_dot4_avx512, tokd_q8_0_dot4_avx512vnni, NULL},
+    {GGML_TYPE_Q4_K, tokd_q4_K_dot4_avx512, tokd_q4_K_dot4_avx512vnni, NULL},
+    {GGML_TYPE_Q6_K, tokd_q6_K_dot4_avx512, tokd_q6_K_dot4_avx512vnni, NULL},
+    {GGML_TYPE_F32, tokd_f32_dot4_avx512, NULL, tokd_f32_dot4_avx2},
+    {GGML_TYPE_F16, tokd_f16_dot4_avx512, NULL, tokd_f16_dot4_avx2},
+    {GGML_TYPE_BF16, tokd_bf16_dot4_avx512, NULL, tokd_bf16_dot4_avx2},
 };
 static int64_t check_dot4(const tokd_type_traits *t, tokd_vec_dot4_fn fn, int64_t K, const uint8_t *W, int rows,
                           const uint8_t *A, size_t stride) {
@@ -249,9 +249,9 @@ static void test_dot4(void) {
     int64_t checks = 0;
     for (size_t ti = 0; ti < N_IMPLS; ti++) {
         const tokd_type_traits *t = tokd_type_get(IMPLS[ti].id), *a = tokd_type_get(t->vec_dot_type);
-        tokd_vec_dot4_fn f512 = NULL, fvnni = NULL;
+        tokd_vec_dot4_fn f512 = NULL, fvnni = NULL, f2 = NULL;
         for (size_t d = 0; d < sizeof DOT4 / sizeof DOT4[0]; d++)
-            if (DOT4[d].id == t->id) f512 = DOT4[d].avx512, fvnni = DOT4[d].avx512vnni;
+            if (DOT4[d].id == t->id) f512 = DOT4[d].avx512, fvnni = DOT4[d].avx512vnni, f2 = DOT4[d].avx2;
         const int64_t *Ks = t->blck == 256 ? KsK : t->blck == 32 ? Ks32 : Ksf;
         size_t nK = t->blck == 256 ? sizeof KsK / 8 : t->blck == 32 ? sizeof Ks32 / 8 : sizeof Ksf / 8;
         int64_t bad = 0;
@@ -282,6 +282,7 @@ static void test_dot4(void) {
                 bad += check_dot4(t, NULL, K, W, rows, A, stride), checks += rows * 4;
                 if (f512 && have_avx512()) bad += check_dot4(t, f512, K, W, rows, A, stride), checks += rows * 4;
                 if (fvnni && have_vnni()) bad += check_dot4(t, fvnni, K, W, rows, A, stride), checks += rows * 4;
+                if (f2 && have_avx2()) bad += check_dot4(t, f2, K, W, rows, A, stride), checks += rows * 4;
             }
             free(W), free(A);
         }
@@ -290,6 +291,11 @@ static void test_dot4(void) {
             CHECK(t->vec_dot4 == fvnni, "%s: four-row kernel not selected", t->name);
         if (have_avx512() && f512 && !fvnni && !getenv("TOKD_KERNELS")) /* the float rows' */
             CHECK(t->vec_dot4 == f512, "%s: four-row kernel not selected", t->name);
+        if (!have_avx512() && have_avx2() && f2 && !getenv("TOKD_KERNELS"))
+            CHECK(t->vec_dot4 == f2, "%s: AVX2 four-row kernel not selected", t->name);
+        const char *force = getenv("TOKD_KERNELS");
+        if (force && !strcmp(force, "avx2") && have_avx2() && f2)
+            CHECK(t->vec_dot4 == f2, "%s: AVX2 four-row kernel not selected on the forced AVX2 path", t->name);
     }
     printf("four-row dot products compared: %lld\n", (long long)checks);
 }

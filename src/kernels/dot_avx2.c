@@ -133,6 +133,37 @@ A2 static inline __m256i fifth_bits32(const uint8_t *qh) {
 FLOAT_DOT_AVX2(tokd_f32_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 0)
 FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 0)
 FLOAT_DOT_AVX2(tokd_bf16_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 0)
+/* Four activation rows (tokd_vec_dot4_fn), two at a time: a pair's eight sums and the
+ * weight vectors fill the sixteen registers (four rows' sixteen sums would spill), each
+ * weight vector loaded and converted once for the pair, and eight independent sums
+ * instead of four. Row r's lanes take FLOAT_DOT_AVX2's operations in order: its bits. */
+#define FLOAT_DOT4_AVX2(NAME, LOAD8, LOAD1)                                                           \
+    A2 void NAME(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) {       \
+        for (int p = 0; p < 2; p++) {                                                                 \
+            const float *x0 = (const float *)((const char *)act + (size_t)(2 * p) * act_stride);     \
+            const float *x1 = (const float *)((const char *)act + (size_t)(2 * p + 1) * act_stride); \
+            __m256 a[2][4];                                                                           \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[0][k] = a[1][k] = _mm256_setzero_ps(); \
+            int64_t i = 0;                                                                            \
+            for (; i + 32 <= n; i += 32) {                                                            \
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {                                 \
+                    const __m256 wk = LOAD8(i + 8 * k);                                               \
+                    a[0][k] = _mm256_add_ps(a[0][k], _mm256_mul_ps(wk, _mm256_loadu_ps(x0 + i + 8 * k))); \
+                    a[1][k] = _mm256_add_ps(a[1][k], _mm256_mul_ps(wk, _mm256_loadu_ps(x1 + i + 8 * k))); \
+                }                                                                                     \
+            }                                                                                         \
+            _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                     \
+                const float *x = h ? x1 : x0;                                                         \
+                float s[32];                                                                          \
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) _mm256_storeu_ps(s + 8 * k, a[h][k]); \
+                for (int64_t k = i; k < n; k++) s[k & 31] += LOAD1(k) * x[k];                         \
+                out[2 * p + h] = tokd_reduce32(s);                                                    \
+            }                                                                                         \
+        }                                                                                             \
+    }
+FLOAT_DOT4_AVX2(tokd_f32_dot4_avx2, F32_LOAD8, F32_LOAD1)
+FLOAT_DOT4_AVX2(tokd_f16_dot4_avx2, F16_LOAD8, F16_LOAD1)
+FLOAT_DOT4_AVX2(tokd_bf16_dot4_avx2, BF16_LOAD8, BF16_LOAD1)
 FLOAT_DOT_AVX2(tokd_f32_stream_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 1)
 FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
 FLOAT_DOT_AVX2(tokd_bf16_stream_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 1)

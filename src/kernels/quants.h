@@ -223,7 +223,8 @@ TOKD_DOT_STREAM(avx2) TOKD_DOT_STREAM(avx512)
     void tokd_##T##_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
 #define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA)
 TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
-TOKD_DOT4_DECL(f32, avx512) TOKD_DOT4_DECL(f16, avx512) TOKD_DOT4_DECL(bf16, avx512)
+TOKD_DOT4_DECL(f32, avx512) TOKD_DOT4_DECL(f16, avx512) TOKD_DOT4_DECL(bf16, avx512) /* and dot_avx2.c: */
+TOKD_DOT4_DECL(f32, avx2) TOKD_DOT4_DECL(f16, avx2) TOKD_DOT4_DECL(bf16, avx2)
 #undef TOKD_DOT4_ALL
 /* gemm_avx512.c (AVX-512 VNNI + VBMI): Q4_0 and Q8_0 products with prepared activation
  * rows (see tokd_gemm_fn and the layout in gemm_avx512.c). tokd_gemm_init builds the

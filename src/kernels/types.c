@@ -80,28 +80,29 @@ typedef struct {
     tokd_vec_dot_fn avx2, avx512, avx512vnni;
     tokd_vec_dot4_fn avx512_4, avx512vnni_4; /* four-row versions, NULL if none */
     tokd_vec_dot_fn avx2_stream, avx512_stream; /* decode forms (vec_dot_stream), NULL if none */
+    tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
 } simd_row;
 static const simd_row simd_rows[] = {
     {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL, tokd_f32_dot4_avx512, NULL, tokd_f32_stream_dot_avx2,
-     tokd_f32_stream_dot_avx512},
+     tokd_f32_stream_dot_avx512, tokd_f32_dot4_avx2},
     {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL, tokd_f16_dot4_avx512, NULL, tokd_f16_stream_dot_avx2,
-     tokd_f16_stream_dot_avx512},
+     tokd_f16_stream_dot_avx512, tokd_f16_dot4_avx2},
     {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL, tokd_bf16_dot4_avx512, NULL, tokd_bf16_stream_dot_avx2,
-     tokd_bf16_stream_dot_avx512},
+     tokd_bf16_stream_dot_avx512, tokd_bf16_dot4_avx2},
     {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, tokd_q4_0_dot_avx512, tokd_q4_0_dot_avx512vnni, tokd_q4_0_dot4_avx512,
-     tokd_q4_0_dot4_avx512vnni, NULL, NULL},
-    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni, NULL, NULL, NULL, NULL},
+     tokd_q4_0_dot4_avx512vnni, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, tokd_q8_0_dot_avx512, tokd_q8_0_dot_avx512vnni, tokd_q8_0_dot4_avx512,
-     tokd_q8_0_dot4_avx512vnni, NULL, NULL},
-    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni, NULL, NULL, NULL, NULL},
+     tokd_q8_0_dot4_avx512vnni, NULL, NULL, NULL},
+    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, tokd_q4_K_dot_avx512, tokd_q4_K_dot_avx512vnni, tokd_q4_K_dot4_avx512,
-     tokd_q4_K_dot4_avx512vnni, NULL, NULL},
-    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni, NULL, NULL, NULL, NULL},
+     tokd_q4_K_dot4_avx512vnni, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni, tokd_q6_K_dot4_avx512,
-     tokd_q6_K_dot4_avx512vnni, NULL, NULL},
+     tokd_q6_K_dot4_avx512vnni, NULL, NULL, NULL},
 };
 
 /* ---- CPU features and selection -------------------------------------------------- */
@@ -181,6 +182,7 @@ static void kernels_init_once(void) {
             if (avx2 && r->avx2_stream) t->vec_dot_stream = r->avx2_stream;
             if (avx512 && r->avx512_stream) t->vec_dot_stream = r->avx512_stream;
             /* the four-row kernel only alongside its own single-row path */
+            if (r->avx2_4 && t->vec_dot == r->avx2) t->vec_dot4 = r->avx2_4;
             if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
             if (vnni && r->avx512vnni_4 && t->vec_dot == r->avx512vnni) t->vec_dot4 = r->avx512vnni_4;
         }
