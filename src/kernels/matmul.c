@@ -240,19 +240,25 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_stream) {
-        /* a few activation rows (batched decode of F32/F16/BF16 weights): each weight row
-           from memory once, through the stream form for the first activation row, then
-           from cache for the others; each output is still one dot call, the same bits */
-        for (int64_t o = o0; o < o1; o++) {
-            const uint8_t *w = wbase + (size_t)o * W->row_bytes;
-            tt->vec_dot_stream(K, &Y[o], w, j->act);
+        /* a few activation rows (batched decode of F32/F16/BF16 weights): UNIT weight rows
+           at a time from memory once, through the stream form for the first activation
+           row, then from cache for the others, four at a time; each output is still one
+           dot call, the same bits. BF16 TinyLlama shape, 2 threads (bench_batch): a step
+           of 8 sequences 127-131 ms against 172-173 weight row by weight row, 16
+           sequences 217-225 against 361 (BENCHMARKS.md, thirty-seventh session). */
+        for (int64_t t0 = o0; t0 < o1; t0 += UNIT) {
+            const int64_t t1 = t0 + UNIT < o1 ? t0 + UNIT : o1;
+            for (int64_t o = t0; o < t1; o++) tt->vec_dot_stream(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
             int64_t r = 1;
-            for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4) {
-                float out[4];
-                tt->vec_dot4(K, out, w, j->act + (size_t)r * j->act_stride, j->act_stride);
-                for (int k = 0; k < 4; k++) Y[(r + k) * ldy + o] = out[k];
-            }
-            for (; r < j->n_rows; r++) tt->vec_dot(K, &Y[r * ldy + o], w, j->act + (size_t)r * j->act_stride);
+            for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
+                for (int64_t o = t0; o < t1; o++) {
+                    float out[4];
+                    tt->vec_dot4(K, out, wbase + (size_t)o * W->row_bytes, j->act + (size_t)r * j->act_stride, j->act_stride);
+                    for (int k = 0; k < 4; k++) Y[(r + k) * ldy + o] = out[k];
+                }
+            for (; r < j->n_rows; r++)
+                for (int64_t o = t0; o < t1; o++)
+                    tt->vec_dot(K, &Y[r * ldy + o], wbase + (size_t)o * W->row_bytes, j->act + (size_t)r * j->act_stride);
         }
         return;
     }
