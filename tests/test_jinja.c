@@ -450,6 +450,10 @@ static const golden GOLDEN[] = {
     {"{{ '%.2f'|format(3.14159) }}|{{ '%5s|%-5s|'|format('a', 'b') }}|{{ '%x %o %e'|format(255, 8, 12345.678) }}",
      "{}",
      "3.14|    a|b    ||ff 10 1.234568e+04"},
+    /* strings padded and cut by code points, as Python does; %d truncates floats */
+    {"{{ '%5s|%-5s|%.2s|%3r'|format('\303\251', 'ab', 'h\303\251llo', 1) }}|{{ '%d|%i|%d|%5.1f%%'|format(2.9, -2.9, 1e20, 3.14159) }}",
+     "{}",
+     "    \303\251|ab   |h\303\251|  1|2|-2|100000000000000000000|  3.1%"},
     {"\t{% if true %}\n\tx\n\t{% endif %}\n",
      "{}",
      "\tx\n"},
@@ -779,6 +783,23 @@ static void test_limits(void) {
                  "{}", NULL, NULL, "too deeply");
     /* a list containing itself */
     expect_error("{% set l = [] %}{% set _ = l.append(l) %}{{ l|tojson }}", "{}", NULL, NULL, "too deeply");
+    /* %-formatting: a NUL byte in a spec (found by fuzz_jinja: it reached snprintf as an
+       unfinished conversion), absurd widths, and conversions Python refuses */
+    expect_error("{{ f|format(1) }}", "{\"f\": \"%8\\u0000s\"}", NULL, NULL, "unsupported format character (0x00)");
+    expect_error("{{ '%99999s'|format('a') }}", "{}", NULL, NULL, "above 4096");
+    expect_error("{{ '%.5000f'|format(1.5) }}", "{}", NULL, NULL, "above 4096");
+    expect_error("{{ '%1.2.3s'|format('a') }}", "{}", NULL, NULL, "unsupported format character '.'");
+    expect_error("{{ '%x'|format(2.5) }}", "{}", NULL, NULL, "an integer is required");
+    expect_error("{{ '%5%'|format(1) }}", "{}", NULL, NULL, "unsupported format character '%'");
+    /* a long string through a width: whole, not cut at a buffer's size */
+    char src[64], ctx[720], want[700];
+    memset(want, 'a', 600);
+    want[600] = 0;
+    snprintf(ctx, sizeof ctx, "{\"s\": \"%s\"}", want);
+    snprintf(src, sizeof src, "{{ '%%5s|%%-4096s'|format(s, 'b')|length }}");
+    char *out = render(src, ctx, NULL, NULL, &err, NULL);
+    CHECK(out && !strcmp(out, "4697"), "'%%5s' of 600 characters and '%%-4096s': 4697 characters, got %s", out ? out : err.msg);
+    free(out);
 }
 
 static void test_api(void) {

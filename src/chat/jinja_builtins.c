@@ -450,7 +450,54 @@ jv *jx_binop(jctx *c, const jnode *at, int op, jv *a, jv *b) {
     jx_fail(c, at, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_typename(a), jv_typename(b));
 }
 
-/* printf-style "%s" % args: s, r, d, i, f, x, with width/precision */
+/* printf-style "%s" % args: s, r, d, i, x, X, o, f, e, g, with flags, width and
+ * precision. Strings are padded and cut by code points, as Python does (printf would
+ * count bytes, and a precision could cut a character in half); numbers go through
+ * snprintf. A width or precision above FORMAT_MAX_WIDTH is refused: a template must not
+ * be able to ask for gigabytes of padding. */
+#define FORMAT_MAX_WIDTH 4096
+
+typedef struct {
+    bool left;         /* '-' flag */
+    long width, prec;  /* -1 where absent */
+} pct_spec;
+
+/* The flags, width and precision of a %-spec (the characters after '%', before the
+ * conversion: only "-+ #0123456789." ones, as collected), checked to be in that order. */
+static pct_spec parse_pct_spec(jctx *c, const jnode *at, const char *p) {
+    pct_spec ps = {false, -1, -1};
+    while (*p && strchr("-+ #0", *p)) ps.left |= *p++ == '-';
+    for (long *num = &ps.width;; num = &ps.prec) {
+        if (num == &ps.prec) {
+            if (*p != '.') break;
+            p++;
+            *num = 0;
+        }
+        while (*p >= '0' && *p <= '9') {
+            *num = (*num < 0 ? 0 : *num) * 10 + (*p++ - '0');
+            if (*num > FORMAT_MAX_WIDTH) jx_fail(c, at, "format width or precision above %d", FORMAT_MAX_WIDTH);
+        }
+        if (num == &ps.prec) break;
+    }
+    if (*p) jx_fail(c, at, "unsupported format character '%c'", *p);
+    return ps;
+}
+
+/* s (n bytes) cut to prec code points and padded with spaces to width code points. */
+static void put_padded(jctx *c, jbuf *b, const char *s, size_t n, pct_spec ps) {
+    size_t cut = 0, cps = 0;
+    while (cut < n && (ps.prec < 0 || cps < (size_t)ps.prec)) {
+        utf8_decode(s, n, &cut);
+        cps++;
+    }
+    const size_t pad = ps.width > 0 && (size_t)ps.width > cps ? (size_t)ps.width - cps : 0;
+    if (!ps.left)
+        for (size_t k = 0; k < pad; k++) jb_putc(c, b, ' ');
+    jb_put(c, b, s, cut);
+    if (ps.left)
+        for (size_t k = 0; k < pad; k++) jb_putc(c, b, ' ');
+}
+
 static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
     jbuf b = newbuf(c);
     size_t ai = 0;
@@ -464,13 +511,15 @@ static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
         if (++i >= fmt->s.n) jx_fail(c, at, "incomplete format");
         char spec[32] = "%";
         size_t sn = 1;
-        while (i < fmt->s.n && strchr("-+ #0123456789.", fmt->s.p[i]) && sn < 20) spec[sn++] = fmt->s.p[i++];
+        /* (a NUL byte is not a flag: strchr would find the string's own terminator) */
+        while (i < fmt->s.n && fmt->s.p[i] && strchr("-+ #0123456789.", fmt->s.p[i]) && sn < 20) spec[sn++] = fmt->s.p[i++];
         if (i >= fmt->s.n) jx_fail(c, at, "incomplete format");
         char conv = fmt->s.p[i];
-        if (conv == '%') {
+        if (conv == '%' && sn == 1) {
             jb_putc(c, &b, '%');
             continue;
         }
+        const pct_spec ps = parse_pct_spec(c, at, spec + 1);
         jv *v;
         if (tuple) {
             if (ai >= args->l.n) jx_fail(c, at, "not enough arguments for format string");
@@ -479,7 +528,7 @@ static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
             if (ai++) jx_fail(c, at, "not enough arguments for format string");
             v = args;
         }
-        char tmp[128];
+        char tmp[FORMAT_MAX_WIDTH + 400]; /* width or precision, and up to 309 digits of a double */
         switch (conv) {
         case 's':
         case 'r': {
@@ -488,29 +537,41 @@ static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
                 py_str(c, &t, v);
             else
                 py_repr(c, &t, v, 0);
-            spec[sn++] = 's';
-            spec[sn] = 0;
-            if (sn == 2)
-                jb_put(c, &b, t.p ? t.p : "", t.n);
-            else {
-                snprintf(tmp, sizeof tmp, spec, t.p ? t.p : "");
-                jb_puts(c, &b, tmp);
-            }
+            put_padded(c, &b, t.p ? t.p : "", t.n, ps);
             break;
         }
         case 'd':
         case 'i':
         case 'x':
         case 'X':
-        case 'o':
+        case 'o': {
             if (!jv_is_num(v)) jx_fail(c, at, "%%%c format: a number is required, not %s", conv, jv_typename(v));
+            long long n;
+            if (v->kind == JV_FLOAT) { /* %d and %i truncate toward zero; Python refuses the others */
+                if (conv != 'd' && conv != 'i') jx_fail(c, at, "%%%c format: an integer is required, not float", conv);
+                if (!isfinite(v->f)) jx_fail(c, at, "cannot convert float %s to integer", isnan(v->f) ? "NaN" : "infinity");
+                const double t = trunc(v->f);
+                if (!(fabs(t) < 9.2e18)) { /* past long long: the double's own digits */
+                    spec[sn++] = '.';
+                    spec[sn++] = '0';
+                    spec[sn++] = 'f';
+                    spec[sn] = 0;
+                    snprintf(tmp, sizeof tmp, spec, t);
+                    jb_puts(c, &b, tmp);
+                    break;
+                }
+                n = (long long)t;
+            } else {
+                n = v->kind == JV_BOOL ? v->b : v->i;
+            }
             spec[sn++] = 'l';
             spec[sn++] = 'l';
             spec[sn++] = conv == 'i' ? 'd' : conv;
             spec[sn] = 0;
-            snprintf(tmp, sizeof tmp, spec, (long long)(v->kind == JV_FLOAT ? (long long)v->f : v->kind == JV_BOOL ? v->b : v->i));
+            snprintf(tmp, sizeof tmp, spec, n);
             jb_puts(c, &b, tmp);
             break;
+        }
         case 'f':
         case 'F':
         case 'e':
@@ -523,7 +584,9 @@ static jv *str_percent(jctx *c, const jnode *at, jv *fmt, jv *args) {
             snprintf(tmp, sizeof tmp, spec, jv_num(v));
             jb_puts(c, &b, tmp);
             break;
-        default: jx_fail(c, at, "unsupported format character '%c'", conv);
+        default:
+            if (conv > ' ' && conv < 127) jx_fail(c, at, "unsupported format character '%c'", conv);
+            jx_fail(c, at, "unsupported format character (0x%02x)", (unsigned char)conv);
         }
     }
     bool mapping_like = !tuple && (args->kind == JV_LIST || args->kind == JV_DICT); /* Python skips the check */
