@@ -34,7 +34,10 @@
  * in the kernel's prepared layout and one gemm call per chunk instead (same bits).
  *
  * Packed matrices (packed.h) go through their packed gemm for every row count, chunks
- * being whole groups of 16 rows.
+ * being whole groups of 16 rows. Matrices without a packed layout (F32, F16, BF16) go
+ * through their type's vec_dot_stream in decode (types.h: the same bits, with
+ * prefetches), and a few activation rows take them 16 weight rows at a time
+ * (matmul_chunk).
  *
  * Pair mode (tokd_matmul_pair, the FFN's gate and up projections, prefill only): a
  * chunk is the same rows of both matrices, and its epilogue (SwiGLU) runs on them as
