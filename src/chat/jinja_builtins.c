@@ -462,22 +462,25 @@ typedef struct {
     long width, prec;  /* -1 where absent */
 } pct_spec;
 
+/* The digits at *p as a number (0 where there are none), *p moved past them. */
+static long spec_number(jctx *c, const jnode *at, const char **p) {
+    long v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++) {
+        v = v * 10 + (**p - '0');
+        if (v > FORMAT_MAX_WIDTH) jx_fail(c, at, "format width or precision above %d", FORMAT_MAX_WIDTH);
+    }
+    return v;
+}
+
 /* The flags, width and precision of a %-spec (the characters after '%', before the
  * conversion: only "-+ #0123456789." ones, as collected), checked to be in that order. */
 static pct_spec parse_pct_spec(jctx *c, const jnode *at, const char *p) {
     pct_spec ps = {false, -1, -1};
     while (*p && strchr("-+ #0", *p)) ps.left |= *p++ == '-';
-    for (long *num = &ps.width;; num = &ps.prec) {
-        if (num == &ps.prec) {
-            if (*p != '.') break;
-            p++;
-            *num = 0;
-        }
-        while (*p >= '0' && *p <= '9') {
-            *num = (*num < 0 ? 0 : *num) * 10 + (*p++ - '0');
-            if (*num > FORMAT_MAX_WIDTH) jx_fail(c, at, "format width or precision above %d", FORMAT_MAX_WIDTH);
-        }
-        if (num == &ps.prec) break;
+    if (*p >= '1' && *p <= '9') ps.width = spec_number(c, at, &p);
+    if (*p == '.') {
+        p++;
+        ps.prec = spec_number(c, at, &p);
     }
     if (*p) jx_fail(c, at, "unsupported format character '%c'", *p);
     return ps;
