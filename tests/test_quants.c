@@ -300,6 +300,43 @@ static void test_dot4(void) {
     printf("four-row dot products compared: %lld\n", (long long)checks);
 }
 
+/* Two-by-four kernels (the float rows, AVX-512): each of the eight outputs bit-equal to
+ * the scalar reference of its weight row and activation row, at lengths with and
+ * without a tail, and selected on the AVX-512 path. */
+static void test_dot2x4(void) {
+    static const struct {
+        uint32_t id;
+        tokd_vec_dot2x4_fn fn;
+    } D[] = {{GGML_TYPE_F32, tokd_f32_dot2x4_avx512}, {GGML_TYPE_F16, tokd_f16_dot2x4_avx512},
+             {GGML_TYPE_BF16, tokd_bf16_dot2x4_avx512}};
+    static const int64_t Ks[] = {1, 31, 32, 33, 257, 2048 + 7};
+    if (!have_avx512()) return;
+    int64_t checks = 0, bad = 0;
+    for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
+        const tokd_type_traits *t = tokd_type_get(D[d].id), *a = tokd_type_get(t->vec_dot_type);
+        if (!getenv("TOKD_KERNELS")) CHECK(t->vec_dot2x4 == D[d].fn, "%s: two-by-four kernel not selected", t->name);
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const int64_t K = Ks[ki];
+            const size_t rb = tokd_row_bytes(t, K) + 4 * (ki & 1), stride = tokd_row_bytes(a, K) + 8 * (ki & 1);
+            uint8_t *W = calloc(2, rb), *A = calloc(4, stride);
+            for (int h = 0; h < 2; h++) fill_raw_weights(t, W + (size_t)h * rb, K);
+            for (int r = 0; r < 4; r++) fill_raw_act(a, A + (size_t)r * stride, K);
+            float out[8];
+            D[d].fn(K, out, W, rb, A, stride);
+            for (int h = 0; h < 2; h++)
+                for (int r = 0; r < 4; r++) {
+                    float ref;
+                    t->vec_dot_ref(K, &ref, W + (size_t)h * rb, A + (size_t)r * stride);
+                    bad += memcmp(&ref, &out[4 * h + r], 4) != 0;
+                    checks++;
+                }
+            free(W), free(A);
+        }
+    }
+    CHECK(bad == 0, "%lld of %lld two-by-four dot products differ from the scalar reference", (long long)bad,
+          (long long)checks);
+}
+
 /* The selected path is the best this CPU has. */
 static void test_selection(void) {
     const char *path = tokd_kernels_path();
@@ -594,6 +631,7 @@ int main(void) {
     test_selection();
     test_simd_equals_scalar();
     test_dot4();
+    test_dot2x4();
     test_roundtrip_error();
     test_activation_rounding();
     test_q8_K_quantize();

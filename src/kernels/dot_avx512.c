@@ -110,6 +110,49 @@ FLOAT_DOT_512(tokd_bf16_dot_avx512, BF16_LOAD16, BF16_LOAD1, 2, 0)
             out[r] = tokd_reduce32(s);                                                               \
         }                                                                                            \
     }
+/* Two weight rows against four activation rows (tokd_vec_dot2x4_fn, prefill): each
+ * activation vector loaded once for both weight rows (the asm keeps GCC from folding the
+ * load into each multiply, which loads it twice), sixteen sums in registers. Each
+ * (weight row, activation row) pair's lanes take FLOAT_DOT_512's operations in order, so
+ * each output has vec_dot's bits. BF16 TinyLlama shape, 2 threads, pp256 alternated with
+ * the four-row form: 86-97 tok/s against 71-74 (BENCHMARKS.md, thirty-seventh session). */
+#define FLOAT_DOT2X4_512(NAME, LOAD16, LOAD1)                                                        \
+    T512 void NAME(int64_t n, float out[8], const void *w0, size_t ws, const void *act, size_t act_stride) { \
+        const float *x[4];                                                                           \
+        __m512 a0[2][4], a1[2][4];                                                                   \
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                        \
+            x[r] = (const float *)((const char *)act + (size_t)r * act_stride);                      \
+            a0[0][r] = a1[0][r] = a0[1][r] = a1[1][r] = _mm512_setzero_ps();                          \
+        }                                                                                            \
+        int64_t i = 0;                                                                               \
+        for (; i + 32 <= n; i += 32) {                                                               \
+            const void *w = w0;                                                                      \
+            const __m512 u0 = LOAD16(i), u1 = LOAD16(i + 16);                                        \
+            w = (const char *)w0 + ws;                                                               \
+            const __m512 v0 = LOAD16(i), v1 = LOAD16(i + 16);                                        \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                    \
+                __m512 xa = _mm512_loadu_ps(x[r] + i), xb = _mm512_loadu_ps(x[r] + i + 16);         \
+                __asm__("" : "+v"(xa), "+v"(xb));                                                    \
+                a0[0][r] = _mm512_add_ps(a0[0][r], _mm512_mul_ps(u0, xa));                           \
+                a1[0][r] = _mm512_add_ps(a1[0][r], _mm512_mul_ps(u1, xb));                           \
+                a0[1][r] = _mm512_add_ps(a0[1][r], _mm512_mul_ps(v0, xa));                           \
+                a1[1][r] = _mm512_add_ps(a1[1][r], _mm512_mul_ps(v1, xb));                           \
+            }                                                                                        \
+        }                                                                                            \
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                        \
+            const void *w = (const char *)w0 + (size_t)h * ws;                                       \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                    \
+                float s[32];                                                                         \
+                _mm512_storeu_ps(s, a0[h][r]);                                                       \
+                _mm512_storeu_ps(s + 16, a1[h][r]);                                                  \
+                for (int64_t k = i; k < n; k++) s[k & 31] += LOAD1(k) * x[r][k];                     \
+                out[4 * h + r] = tokd_reduce32(s);                                                   \
+            }                                                                                        \
+        }                                                                                            \
+    }
+FLOAT_DOT2X4_512(tokd_f32_dot2x4_avx512, F32_LOAD16, F32_LOAD1)
+FLOAT_DOT2X4_512(tokd_f16_dot2x4_avx512, F16_LOAD16, F16_LOAD1)
+FLOAT_DOT2X4_512(tokd_bf16_dot2x4_avx512, BF16_LOAD16, BF16_LOAD1)
 FLOAT_DOT4_512(tokd_f32_dot4_avx512, F32_LOAD16, F32_LOAD1)
 FLOAT_DOT4_512(tokd_f16_dot4_avx512, F16_LOAD16, F16_LOAD1)
 FLOAT_DOT4_512(tokd_bf16_dot4_avx512, BF16_LOAD16, BF16_LOAD1)

@@ -215,6 +215,24 @@ static void packed_partial_group(const tokd_matrix *W, const uint8_t *w, const m
     }
 }
 
+/* Weight rows [o0, o1) (row_bytes apart from w) against the four activation rows at a
+ * (as bytes apart), into y[k * ldy + o]: two weight rows at a time where the type has
+ * vec_dot2x4, the others with vec_dot4 (the same bits either way). */
+static void rows_by_four(const tokd_type_traits *tt, int64_t K, const uint8_t *w, size_t row_bytes, int64_t o0,
+                         int64_t o1, const uint8_t *a, size_t as, float *y, int64_t ldy) {
+    int64_t o = o0;
+    for (; tt->vec_dot2x4 && o + 2 <= o1; o += 2) {
+        float out[8];
+        tt->vec_dot2x4(K, out, w + (size_t)o * row_bytes, row_bytes, a, as);
+        for (int k = 0; k < 4; k++) y[k * ldy + o] = out[k], y[k * ldy + o + 1] = out[4 + k];
+    }
+    for (; o < o1; o++) {
+        float out[4];
+        tt->vec_dot4(K, out, w + (size_t)o * row_bytes, a, as);
+        for (int k = 0; k < 4; k++) y[k * ldy + o] = out[k];
+    }
+}
+
 /* Weight rows [o0, o1) of matrix m against every activation row, into its Y. */
 static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_matrix *W = j->Ws[m];
@@ -254,11 +272,8 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
             for (int64_t o = t0; o < t1; o++) tt->vec_dot_stream(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
             int64_t r = 1;
             for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
-                for (int64_t o = t0; o < t1; o++) {
-                    float out[4];
-                    tt->vec_dot4(K, out, wbase + (size_t)o * W->row_bytes, j->act + (size_t)r * j->act_stride, j->act_stride);
-                    for (int k = 0; k < 4; k++) Y[(r + k) * ldy + o] = out[k];
-                }
+                rows_by_four(tt, K, wbase, W->row_bytes, t0, t1, j->act + (size_t)r * j->act_stride, j->act_stride,
+                             Y + r * ldy, ldy);
             for (; r < j->n_rows; r++)
                 for (int64_t o = t0; o < t1; o++)
                     tt->vec_dot(K, &Y[r * ldy + o], wbase + (size_t)o * W->row_bytes, j->act + (size_t)r * j->act_stride);
@@ -266,21 +281,8 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     int64_t r = 0;
-    if (tt->vec_dot4) {
-        tokd_vec_dot4_fn dot4 = tt->vec_dot4;
-        for (; r + 4 <= j->n_rows; r += 4) {
-            const uint8_t *a = j->act + (size_t)r * j->act_stride;
-            float *y = Y + r * ldy;
-            for (int64_t o = o0; o < o1; o++) {
-                float out[4];
-                dot4(K, out, wbase + (size_t)o * W->row_bytes, a, j->act_stride);
-                y[o] = out[0];
-                y[ldy + o] = out[1];
-                y[2 * ldy + o] = out[2];
-                y[3 * ldy + o] = out[3];
-            }
-        }
-    }
+    for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
+        rows_by_four(tt, K, wbase, W->row_bytes, o0, o1, j->act + (size_t)r * j->act_stride, j->act_stride, Y + r * ldy, ldy);
     tokd_vec_dot_fn dot = tt->vec_dot;
     for (; r < j->n_rows; r++) {
         const uint8_t *a = j->act + (size_t)r * j->act_stride;

@@ -225,6 +225,11 @@ TOKD_DOT_STREAM(avx2) TOKD_DOT_STREAM(avx512)
 TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
 TOKD_DOT4_DECL(f32, avx512) TOKD_DOT4_DECL(f16, avx512) TOKD_DOT4_DECL(bf16, avx512) /* and dot_avx2.c: */
 TOKD_DOT4_DECL(f32, avx2) TOKD_DOT4_DECL(f16, avx2) TOKD_DOT4_DECL(bf16, avx2)
+/* two weight rows against four activation rows (see tokd_vec_dot2x4_fn), dot_avx512.c */
+#define TOKD_DOT2X4_DECL(T)                                                                         \
+    void tokd_##T##_dot2x4_avx512(int64_t n, float out[8], const void *w, size_t w_stride, const void *act, \
+                                  size_t act_stride);
+TOKD_DOT2X4_DECL(f32) TOKD_DOT2X4_DECL(f16) TOKD_DOT2X4_DECL(bf16)
 #undef TOKD_DOT4_ALL
 /* gemm_avx512.c (AVX-512 VNNI + VBMI): Q4_0 and Q8_0 products with prepared activation
  * rows (see tokd_gemm_fn and the layout in gemm_avx512.c). tokd_gemm_init builds the

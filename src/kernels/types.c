@@ -54,11 +54,11 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 /* ---- the table ------------------------------------------------------------------- */
 
 #define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT)                                       \
-    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT, NULL, NULL, NULL, NULL, 0, NULL}
+    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT, NULL, NULL, NULL, NULL, 0, NULL, NULL}
 static tokd_type_traits table[] = {
-    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref, NULL, NULL, NULL, NULL, 0, NULL},
-    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL},
-    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL},
+    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
     QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
     QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
     QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
@@ -81,28 +81,29 @@ typedef struct {
     tokd_vec_dot4_fn avx512_4, avx512vnni_4; /* four-row versions, NULL if none */
     tokd_vec_dot_fn avx2_stream, avx512_stream; /* decode forms (vec_dot_stream), NULL if none */
     tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
+    tokd_vec_dot2x4_fn avx512_2x4;              /* two-by-four version, NULL if none */
 } simd_row;
 static const simd_row simd_rows[] = {
     {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL, tokd_f32_dot4_avx512, NULL, tokd_f32_stream_dot_avx2,
-     tokd_f32_stream_dot_avx512, tokd_f32_dot4_avx2},
+     tokd_f32_stream_dot_avx512, tokd_f32_dot4_avx2, tokd_f32_dot2x4_avx512},
     {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL, tokd_f16_dot4_avx512, NULL, tokd_f16_stream_dot_avx2,
-     tokd_f16_stream_dot_avx512, tokd_f16_dot4_avx2},
+     tokd_f16_stream_dot_avx512, tokd_f16_dot4_avx2, tokd_f16_dot2x4_avx512},
     {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL, tokd_bf16_dot4_avx512, NULL, tokd_bf16_stream_dot_avx2,
-     tokd_bf16_stream_dot_avx512, tokd_bf16_dot4_avx2},
+     tokd_bf16_stream_dot_avx512, tokd_bf16_dot4_avx2, tokd_bf16_dot2x4_avx512},
     {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, tokd_q4_0_dot_avx512, tokd_q4_0_dot_avx512vnni, tokd_q4_0_dot4_avx512,
-     tokd_q4_0_dot4_avx512vnni, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+     tokd_q4_0_dot4_avx512vnni, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, tokd_q8_0_dot_avx512, tokd_q8_0_dot_avx512vnni, tokd_q8_0_dot4_avx512,
-     tokd_q8_0_dot4_avx512vnni, NULL, NULL, NULL},
-    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+     tokd_q8_0_dot4_avx512vnni, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, tokd_q4_K_dot_avx512, tokd_q4_K_dot_avx512vnni, tokd_q4_K_dot4_avx512,
-     tokd_q4_K_dot4_avx512vnni, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL},
+     tokd_q4_K_dot4_avx512vnni, NULL, NULL, NULL, NULL},
+    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
     {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni, tokd_q6_K_dot4_avx512,
-     tokd_q6_K_dot4_avx512vnni, NULL, NULL, NULL},
+     tokd_q6_K_dot4_avx512vnni, NULL, NULL, NULL, NULL},
 };
 
 /* ---- CPU features and selection -------------------------------------------------- */
@@ -157,6 +158,7 @@ static void kernels_init_once(void) {
         t->vec_dot = t->vec_dot_ref;
         t->vec_dot4 = NULL;
         t->vec_dot_stream = NULL;
+        t->vec_dot2x4 = NULL;
         t->gemm = NULL;
         t->gemm_prep = NULL;
         t->gemm_act_bytes = NULL;
@@ -184,6 +186,7 @@ static void kernels_init_once(void) {
             /* the four-row kernel only alongside its own single-row path */
             if (r->avx2_4 && t->vec_dot == r->avx2) t->vec_dot4 = r->avx2_4;
             if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
+            if (avx512 && r->avx512_2x4 && t->vec_dot == r->avx512) t->vec_dot2x4 = r->avx512_2x4;
             if (vnni && r->avx512vnni_4 && t->vec_dot == r->avx512vnni) t->vec_dot4 = r->avx512vnni_4;
         }
     }

@@ -35,6 +35,11 @@ typedef void (*tokd_vec_dot_fn)(int64_t n, float *out, const void *w, const void
  * act + 2*act_stride, act + 3*act_stride (bytes): out[r] is bit-equal to what vec_dot
  * gives for row r. Shares the weight row's unpacking between the rows (prefill). */
 typedef void (*tokd_vec_dot4_fn)(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
+/* Two weight rows (w, w + w_stride bytes) against four activation rows as vec_dot4's:
+ * out[4h + r] bit-equal to what vec_dot gives for weight row h and activation row r
+ * (prefill of the float types: each activation load serves both weight rows). */
+typedef void (*tokd_vec_dot2x4_fn)(int64_t n, float out[8], const void *w, size_t w_stride, const void *act,
+                                   size_t act_stride);
 
 /* Matrix products with activation rows prepared once per matmul in a type-specific
  * layout (gemm_act_bytes(K) bytes per row, written by gemm_prep from F32):
@@ -66,6 +71,7 @@ typedef struct tokd_type_traits {
     /* decode's form of vec_dot, for a weight row read once from memory: the same bits,
        with its own prefetches (dot_avx512.c); NULL where vec_dot serves decode too */
     tokd_vec_dot_fn vec_dot_stream;
+    tokd_vec_dot2x4_fn vec_dot2x4;     /* selected two-by-four implementation; NULL if none */
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
