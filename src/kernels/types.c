@@ -83,28 +83,25 @@ typedef struct {
     tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
     tokd_vec_dot2x4_fn avx512_2x4;              /* two-by-four version, NULL if none */
 } simd_row;
+/* The rows by kind, named field by field (the fields a kind lacks stay NULL). */
+#define FLOAT_SIMD(ID, T)                                                                               \
+    {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx2_4 = tokd_##T##_dot4_avx2, \
+     .avx512_4 = tokd_##T##_dot4_avx512, .avx512_2x4 = tokd_##T##_dot2x4_avx512,                          \
+     .avx2_stream = tokd_##T##_stream_dot_avx2, .avx512_stream = tokd_##T##_stream_dot_avx512}
+#define QUANT_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni}
+#define QUANT_SIMD4(ID, T)                                                                              \
+    {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
+     .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
 static const simd_row simd_rows[] = {
-    {GGML_TYPE_F32, tokd_f32_dot_avx2, tokd_f32_dot_avx512, NULL, tokd_f32_dot4_avx512, NULL, tokd_f32_stream_dot_avx2,
-     tokd_f32_stream_dot_avx512, tokd_f32_dot4_avx2, tokd_f32_dot2x4_avx512},
-    {GGML_TYPE_F16, tokd_f16_dot_avx2, tokd_f16_dot_avx512, NULL, tokd_f16_dot4_avx512, NULL, tokd_f16_stream_dot_avx2,
-     tokd_f16_stream_dot_avx512, tokd_f16_dot4_avx2, tokd_f16_dot2x4_avx512},
-    {GGML_TYPE_BF16, tokd_bf16_dot_avx2, tokd_bf16_dot_avx512, NULL, tokd_bf16_dot4_avx512, NULL, tokd_bf16_stream_dot_avx2,
-     tokd_bf16_stream_dot_avx512, tokd_bf16_dot4_avx2, tokd_bf16_dot2x4_avx512},
-    {GGML_TYPE_Q4_0, tokd_q4_0_dot_avx2, tokd_q4_0_dot_avx512, tokd_q4_0_dot_avx512vnni, tokd_q4_0_dot4_avx512,
-     tokd_q4_0_dot4_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_1, tokd_q4_1_dot_avx2, tokd_q4_1_dot_avx512, tokd_q4_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_0, tokd_q5_0_dot_avx2, tokd_q5_0_dot_avx512, tokd_q5_0_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_1, tokd_q5_1_dot_avx2, tokd_q5_1_dot_avx512, tokd_q5_1_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q8_0, tokd_q8_0_dot_avx2, tokd_q8_0_dot_avx512, tokd_q8_0_dot_avx512vnni, tokd_q8_0_dot4_avx512,
-     tokd_q8_0_dot4_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q2_K, tokd_q2_K_dot_avx2, tokd_q2_K_dot_avx512, tokd_q2_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q3_K, tokd_q3_K_dot_avx2, tokd_q3_K_dot_avx512, tokd_q3_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, tokd_q4_K_dot_avx512, tokd_q4_K_dot_avx512vnni, tokd_q4_K_dot4_avx512,
-     tokd_q4_K_dot4_avx512vnni, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni, NULL, NULL, NULL, NULL, NULL, NULL},
-    {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni, tokd_q6_K_dot4_avx512,
-     tokd_q6_K_dot4_avx512vnni, NULL, NULL, NULL, NULL},
+    FLOAT_SIMD(GGML_TYPE_F32, f32),       FLOAT_SIMD(GGML_TYPE_F16, f16),       FLOAT_SIMD(GGML_TYPE_BF16, bf16),
+    QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
+    QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
+    QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
+    QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),
 };
+#undef FLOAT_SIMD
+#undef QUANT_SIMD
+#undef QUANT_SIMD4
 
 /* ---- CPU features and selection -------------------------------------------------- */
 
