@@ -155,6 +155,45 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
     }
 }
 
+/* Matrices without a packed form (F32, F16, BF16) through tokd_matmul: every row count a
+ * decode or prefill uses (1..17, 33), on 2 threads, gives each output the bits of the
+ * scalar vec_dot_ref of its weight row and activation row. The few-row decode walk takes
+ * one to four rows from memory at once, fewer where their activations would not stay in
+ * L1 (K = 5632: the FFN down product), then the rest four at a time and one at a time. */
+static void check_float_matmul(tokd_pool *pool2) {
+    static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
+    static const int64_t Ks[] = {33, 2048, 5632 + 3};
+    enum { NA = 33, N_OUT = 37 };
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const tokd_type_traits *tt = tokd_type_get(types[ti]);
+            const int64_t K = Ks[ki];
+            const size_t rb = tokd_row_bytes(tt, K);
+            uint8_t *w = tokd_xmalloc(rb * N_OUT);
+            float *x = tokd_xmalloc(sizeof(float) * (size_t)(NA * K)), *f = tokd_xmalloc(sizeof(float) * (size_t)K);
+            for (int64_t o = 0; o < N_OUT; o++) {
+                for (int64_t k = 0; k < K; k++) f[k] = t_rand_gauss(&rng);
+                tt->from_float(f, w + (size_t)o * rb, K);
+            }
+            for (int64_t i = 0; i < NA * K; i++) x[i] = t_rand_gauss(&rng);
+            const tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = N_OUT, .row_bytes = rb};
+            float *y = tokd_xmalloc(sizeof(float) * NA * N_OUT);
+            void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(tt, K, NA));
+            int bad = 0;
+            for (int64_t na = 1; na <= NA; na = na == 17 ? NA : na + 1) {
+                tokd_matmul(pool2, &W, x, K, na, y, N_OUT, scratch);
+                for (int64_t r = 0; r < na; r++)
+                    for (int64_t o = 0; o < N_OUT; o++) {
+                        float want;
+                        tt->vec_dot_ref(K, &want, w + (size_t)o * rb, x + r * K);
+                        bad += memcmp(&want, &y[r * N_OUT + o], 4) != 0;
+                    }
+            }
+            CHECK(bad == 0, "%s K=%lld: %d matmul outputs differ from the scalar reference", tt->name, (long long)K, bad);
+            free(scratch), free(y), free(f), free(x), free(w);
+        }
+}
+
 /* The int16 sums of the AVX2 kernels (packed_avx2_gemm.h: padd) stay exact only if no
  * step's sums pass 2^15. Random data never comes near that, so each type also gets rows
  * whose every weight takes its largest unsigned value (all quant bytes 0xFF; Q8_0 -128)
@@ -282,6 +321,7 @@ int main(void) {
         CHECK(tokd_packed_fit(x32, 40)->group_rows == 16 && tokd_packed_fit(x32, 60) == x32,
               "AVX-512 Q4_0: 40 rows (three 16-row groups) in the 16-row form, 60 (four) in 32-row groups");
     }
+    check_float_matmul(pool2);
     tokd_pool_free(pool2);
     T_DONE();
 }

@@ -337,6 +337,53 @@ static void test_dot2x4(void) {
           (long long)checks);
 }
 
+/* Few-row decode forms (the float rows, vec_dot_rows_stream): for one to four activation
+ * rows, each output bit-equal to the scalar reference, at lengths with and without a
+ * tail and with padded strides; and the form of the best path is the one selected. */
+static void test_dot_rows(void) {
+    static const struct {
+        uint32_t id;
+        tokd_vec_dot_rows_fn avx2, avx512;
+    } D[] = {{GGML_TYPE_F32, tokd_f32_stream_rows_avx2, tokd_f32_stream_rows_avx512},
+             {GGML_TYPE_F16, tokd_f16_stream_rows_avx2, tokd_f16_stream_rows_avx512},
+             {GGML_TYPE_BF16, tokd_bf16_stream_rows_avx2, tokd_bf16_stream_rows_avx512}};
+    static const int64_t Ks[] = {1, 31, 32, 33, 257, 2048 + 7, 5632};
+    int64_t checks = 0, bad = 0;
+    for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
+        const tokd_type_traits *t = tokd_type_get(D[d].id), *a = tokd_type_get(t->vec_dot_type);
+        if (!getenv("TOKD_KERNELS")) {
+            tokd_vec_dot_rows_fn want = have_avx512() ? D[d].avx512 : have_avx2() ? D[d].avx2 : NULL;
+            CHECK(t->vec_dot_rows_stream == want, "%s: few-row decode form %s", t->name,
+                  want ? "not the best available" : "set where none exists");
+        }
+        const tokd_vec_dot_rows_fn fns[] = {have_avx2() ? D[d].avx2 : NULL, have_avx512() ? D[d].avx512 : NULL,
+                                            t->vec_dot_rows_stream};
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const int64_t K = Ks[ki];
+            const size_t rb = tokd_row_bytes(t, K), stride = tokd_row_bytes(a, K) + 8 * (ki & 1);
+            uint8_t *W = calloc(1, rb), *A = calloc(4, stride);
+            fill_raw_weights(t, W, K);
+            for (int r = 0; r < 4; r++) fill_raw_act(a, A + (size_t)r * stride, K);
+            float ref[4];
+            for (int r = 0; r < 4; r++) t->vec_dot_ref(K, &ref[r], W, A + (size_t)r * stride);
+            for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
+                for (int rows = 1; fns[f] && rows <= 4; rows++) {
+                    float out[4] = {NAN, NAN, NAN, NAN};
+                    fns[f](K, out, W, A, stride, rows);
+                    for (int r = 0; r < rows; r++, checks++)
+                        if (memcmp(&ref[r], &out[r], 4) != 0 && bad++ < 10)
+                            fprintf(stderr, "  %s few-row form %zu K=%lld rows %d row %d: ref %.9g got %.9g\n", t->name, f,
+                                    (long long)K, rows, r, ref[r], out[r]);
+                    for (int r = rows; r < 4; r++) CHECK(isnan(out[r]), "%s: few-row form wrote past row %d", t->name, rows);
+                }
+            free(W), free(A);
+        }
+    }
+    CHECK(bad == 0, "%lld of %lld few-row dot products differ from the scalar reference", (long long)bad,
+          (long long)checks);
+    printf("few-row decode dot products compared: %lld\n", (long long)checks);
+}
+
 /* The selected path is the best this CPU has. */
 static void test_selection(void) {
     const char *path = tokd_kernels_path();
@@ -632,6 +679,7 @@ int main(void) {
     test_simd_equals_scalar();
     test_dot4();
     test_dot2x4();
+    test_dot_rows();
     test_roundtrip_error();
     test_activation_rounding();
     test_q8_K_quantize();

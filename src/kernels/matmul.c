@@ -78,6 +78,11 @@
  * of 4 sequences took 12-13 ms against 16 with the split at 4 rows, 16 sequences 44-45
  * against 50-57 (BENCHMARKS.md, thirty-sixth session). */
 #define DECODE_MAX_ROWS TOKD_DECODE_MAX_ROWS
+/* The most activation bytes the few-row decode form reads against one weight row: two
+ * threads streaming BF16 rows of K = 5632 with two activation rows (45 KB, past the 48 KB
+ * L1 with the weights' lines) read 30-34 GB/s together against 77 with one row; at
+ * K = 2048 four rows (32 KB) read 51 (thirty-eighth session). */
+#define STREAM_ROWS_ACT_BYTES (32 * 1024)
 
 /* A decode share's units not yet claimed: (first << 32) | end. Its owner claims from
  * the front, a thief moves the end down. */
@@ -260,18 +265,27 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; o++) dot(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
         return;
     }
-    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_stream) {
+    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_rows_stream && tt->vec_dot4) {
         /* a few activation rows (batched decode of F32/F16/BF16 weights): UNIT weight rows
-           at a time from memory once, through the stream form for the first activation
-           row, then from cache for the others, four at a time; each output is still one
-           dot call, the same bits. BF16 TinyLlama shape, 2 threads (bench_batch): a step
-           of 8 sequences 127-131 ms against 172-173 weight row by weight row, 16
-           sequences 217-225 against 361 (BENCHMARKS.md, thirty-seventh session). */
+           at a time from memory once, against the first one to four activation rows
+           together through the stream form, then from cache against the others, four at
+           a time, and one at a time; each output has one vec_dot's bits. Fewer rows go
+           from memory together where their activations would not stay in L1
+           (STREAM_ROWS_ACT_BYTES: the FFN down product's K = 5632 holds it to one).
+           BF16 TinyLlama shape, 2 threads (bench_batch): a step of 2 sequences 37 ms
+           against 46-50 with the first row alone, 4 sequences 55 against 80-83, 8
+           sequences 99 against 121-122 (BENCHMARKS.md, thirty-eighth session). */
+        int first = (int)((j->n_rows - 1) % 4) + 1;
+        while (first > 1 && (size_t)first * j->act_stride > STREAM_ROWS_ACT_BYTES) first--;
         for (int64_t t0 = o0; t0 < o1; t0 += UNIT) {
             const int64_t t1 = t0 + UNIT < o1 ? t0 + UNIT : o1;
-            for (int64_t o = t0; o < t1; o++) tt->vec_dot_stream(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
-            int64_t r = 1;
-            for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
+            for (int64_t o = t0; o < t1; o++) {
+                float out[4];
+                tt->vec_dot_rows_stream(K, out, wbase + (size_t)o * W->row_bytes, j->act, j->act_stride, first);
+                for (int r = 0; r < first; r++) Y[r * ldy + o] = out[r];
+            }
+            int64_t r = first;
+            for (; r + 4 <= j->n_rows; r += 4)
                 rows_by_four(tt, K, wbase, W->row_bytes, t0, t1, j->act + (size_t)r * j->act_stride, j->act_stride,
                              Y + r * ldy, ldy);
             for (; r < j->n_rows; r++)

@@ -53,12 +53,15 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 
 /* ---- the table ------------------------------------------------------------------- */
 
-#define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT)                                       \
-    {ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT, DOT, NULL, NULL, NULL, NULL, 0, NULL, NULL}
+/* The fixed fields; the selected kernels are filled in by kernels_init_once. */
+#define ROW(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)                                     \
+    {.id = ID, .name = NAME, .blck = BLCK, .bytes = BYTES, .vec_dot_type = ACT, .to_float = TO, \
+     .from_float = FROM, .vec_dot = DOT, .vec_dot_ref = DOT}
+#define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT) ROW(ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT)
 static tokd_type_traits table[] = {
-    {GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref, tokd_f32_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
-    {GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref, tokd_f16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
-    {GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref, tokd_bf16_dot_ref, NULL, NULL, NULL, NULL, 0, NULL, NULL},
+    ROW(GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref),
+    ROW(GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref),
+    ROW(GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref),
     QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
     QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
     QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
@@ -73,6 +76,7 @@ static tokd_type_traits table[] = {
     QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
 #undef QROW
+#undef ROW
 
 /* SIMD implementations per row: NULL where the next-lower path is used. */
 typedef struct {
@@ -82,12 +86,14 @@ typedef struct {
     tokd_vec_dot_fn avx2_stream, avx512_stream; /* decode forms (vec_dot_stream), NULL if none */
     tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
     tokd_vec_dot2x4_fn avx512_2x4;              /* two-by-four version, NULL if none */
+    tokd_vec_dot_rows_fn avx2_rows, avx512_rows; /* few-row decode forms, NULL if none */
 } simd_row;
 /* The rows by kind, named field by field (the fields a kind lacks stay NULL). */
 #define FLOAT_SIMD(ID, T)                                                                               \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx2_4 = tokd_##T##_dot4_avx2, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512_2x4 = tokd_##T##_dot2x4_avx512,                          \
-     .avx2_stream = tokd_##T##_stream_dot_avx2, .avx512_stream = tokd_##T##_stream_dot_avx512}
+     .avx2_stream = tokd_##T##_stream_dot_avx2, .avx512_stream = tokd_##T##_stream_dot_avx512,          \
+     .avx2_rows = tokd_##T##_stream_rows_avx2, .avx512_rows = tokd_##T##_stream_rows_avx512}
 #define QUANT_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni}
 #define QUANT_SIMD4(ID, T)                                                                              \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
@@ -156,6 +162,7 @@ static void kernels_init_once(void) {
         t->vec_dot4 = NULL;
         t->vec_dot_stream = NULL;
         t->vec_dot2x4 = NULL;
+        t->vec_dot_rows_stream = NULL;
         t->gemm = NULL;
         t->gemm_prep = NULL;
         t->gemm_act_bytes = NULL;
@@ -180,6 +187,8 @@ static void kernels_init_once(void) {
             if (vnni && r->avx512vnni) t->vec_dot = r->avx512vnni;
             if (avx2 && r->avx2_stream) t->vec_dot_stream = r->avx2_stream;
             if (avx512 && r->avx512_stream) t->vec_dot_stream = r->avx512_stream;
+            if (avx2 && r->avx2_rows) t->vec_dot_rows_stream = r->avx2_rows;
+            if (avx512 && r->avx512_rows) t->vec_dot_rows_stream = r->avx512_rows;
             /* the four-row kernel only alongside its own single-row path */
             if (r->avx2_4 && t->vec_dot == r->avx2) t->vec_dot4 = r->avx2_4;
             if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
