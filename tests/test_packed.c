@@ -162,7 +162,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
  * L1 (K = 5632: the FFN down product), then the rest four at a time and one at a time. */
 static void check_float_matmul(tokd_pool *pool2) {
     static const uint32_t types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16};
-    static const int64_t Ks[] = {33, 2048, 5632 + 3};
+    static const int64_t Ks[] = {7, 33, 2048, 5632 + 3};
     enum { NA = 33, N_OUT = 37 };
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {

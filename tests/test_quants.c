@@ -337,29 +337,42 @@ static void test_dot2x4(void) {
           (long long)checks);
 }
 
-/* Few-row decode forms (the float rows, vec_dot_rows_stream): for one to four activation
- * rows, each output bit-equal to the scalar reference, at lengths with and without a
- * tail and with padded strides; and the form of the best path is the one selected. */
+/* The end of a float row's dot product from its lane sums, as vec_dot ends (matmul.c's
+ * finish_rows does the same). */
+static float finish_lanes(const tokd_type_traits *t, int64_t K, const uint8_t *W, const float *x, float s[32]) {
+    const int64_t body = K & ~(int64_t)31;
+    float tail[32];
+    if (K > body) t->to_float(W + tokd_row_bytes(t, body), tail, K - body);
+    for (int64_t k = body; k < K; k++) s[k & 31] += tail[k - body] * x[k];
+    return tokd_reduce32(s);
+}
+
+/* Few-row decode forms (the float rows, vec_dot_rows_part): for one to four activation
+ * rows, the lane sums of one call over the row's whole steps, or of two calls split at
+ * a step (the second adding to the first's sums from another buffer, with its
+ * prefetches following another stream), end in the scalar reference's bits; at lengths
+ * with and without a tail and with padded strides. The form of the best path is the
+ * one selected. */
 static void test_dot_rows(void) {
     static const struct {
         uint32_t id;
-        tokd_vec_dot_rows_fn avx2, avx512;
-    } D[] = {{GGML_TYPE_F32, tokd_f32_stream_rows_avx2, tokd_f32_stream_rows_avx512},
-             {GGML_TYPE_F16, tokd_f16_stream_rows_avx2, tokd_f16_stream_rows_avx512},
-             {GGML_TYPE_BF16, tokd_bf16_stream_rows_avx2, tokd_bf16_stream_rows_avx512}};
-    static const int64_t Ks[] = {1, 31, 32, 33, 257, 2048 + 7, 5632};
+        tokd_vec_dot_rows_part_fn avx2, avx512;
+    } D[] = {{GGML_TYPE_F32, tokd_f32_rows_part_avx2, tokd_f32_rows_part_avx512},
+             {GGML_TYPE_F16, tokd_f16_rows_part_avx2, tokd_f16_rows_part_avx512},
+             {GGML_TYPE_BF16, tokd_bf16_rows_part_avx2, tokd_bf16_rows_part_avx512}};
+    static const int64_t Ks[] = {32, 33, 64, 257, 2048 + 7, 5632};
     int64_t checks = 0, bad = 0;
     for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
         const tokd_type_traits *t = tokd_type_get(D[d].id), *a = tokd_type_get(t->vec_dot_type);
         if (!getenv("TOKD_KERNELS")) {
-            tokd_vec_dot_rows_fn want = have_avx512() ? D[d].avx512 : have_avx2() ? D[d].avx2 : NULL;
-            CHECK(t->vec_dot_rows_stream == want, "%s: few-row decode form %s", t->name,
+            tokd_vec_dot_rows_part_fn want = have_avx512() ? D[d].avx512 : have_avx2() ? D[d].avx2 : NULL;
+            CHECK(t->vec_dot_rows_part == want, "%s: few-row decode form %s", t->name,
                   want ? "not the best available" : "set where none exists");
         }
-        const tokd_vec_dot_rows_fn fns[] = {have_avx2() ? D[d].avx2 : NULL, have_avx512() ? D[d].avx512 : NULL,
-                                            t->vec_dot_rows_stream};
+        const tokd_vec_dot_rows_part_fn fns[] = {have_avx2() ? D[d].avx2 : NULL, have_avx512() ? D[d].avx512 : NULL,
+                                                 t->vec_dot_rows_part};
         for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
-            const int64_t K = Ks[ki];
+            const int64_t K = Ks[ki], body = K & ~(int64_t)31, split = (body / 64) * 32;
             const size_t rb = tokd_row_bytes(t, K), stride = tokd_row_bytes(a, K) + 8 * (ki & 1);
             uint8_t *W = calloc(1, rb), *A = calloc(4, stride);
             fill_raw_weights(t, W, K);
@@ -367,15 +380,29 @@ static void test_dot_rows(void) {
             float ref[4];
             for (int r = 0; r < 4; r++) t->vec_dot_ref(K, &ref[r], W, A + (size_t)r * stride);
             for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
-                for (int rows = 1; fns[f] && rows <= 4; rows++) {
-                    float out[4] = {NAN, NAN, NAN, NAN};
-                    fns[f](K, out, W, A, stride, rows);
-                    for (int r = 0; r < rows; r++, checks++)
-                        if (memcmp(&ref[r], &out[r], 4) != 0 && bad++ < 10)
-                            fprintf(stderr, "  %s few-row form %zu K=%lld rows %d row %d: ref %.9g got %.9g\n", t->name, f,
-                                    (long long)K, rows, r, ref[r], out[r]);
-                    for (int r = rows; r < 4; r++) CHECK(isnan(out[r]), "%s: few-row form wrote past row %d", t->name, rows);
-                }
+                for (int rows = 1; fns[f] && rows <= 4; rows++)
+                    for (int two = 0; two < 2; two++) {
+                        float acc[4 * 32 + 1], acc2[4 * 32 + 1];
+                        acc[4 * 32] = acc2[4 * 32] = -1.0f; /* past the rows' sums: must stay */
+                        if (rows < 4) acc[32 * rows] = acc2[32 * rows] = -1.0f;
+                        float *sums = acc;
+                        if (!two) {
+                            fns[f](body, NULL, acc, W, A, stride, rows, NULL);
+                        } else {
+                            fns[f](split, NULL, acc, W, A, stride, rows, NULL);
+                            fns[f](body - split, acc, acc2, W + tokd_row_bytes(t, split), A + split * sizeof(float), stride,
+                                   rows, W);
+                            sums = acc2;
+                        }
+                        CHECK(sums[4 * 32] == -1.0f && (rows == 4 || sums[32 * rows] == -1.0f),
+                              "%s: few-row form wrote past row %d", t->name, rows);
+                        for (int r = 0; r < rows; r++, checks++) {
+                            const float got = finish_lanes(t, K, W, (const float *)(A + (size_t)r * stride), sums + 32 * r);
+                            if (memcmp(&ref[r], &got, 4) != 0 && bad++ < 10)
+                                fprintf(stderr, "  %s few-row form %zu K=%lld rows %d (%s) row %d: ref %.9g got %.9g\n",
+                                        t->name, f, (long long)K, rows, two ? "two calls" : "one call", r, ref[r], got);
+                        }
+                    }
             free(W), free(A);
         }
     }

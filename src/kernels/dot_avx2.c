@@ -167,54 +167,57 @@ FLOAT_DOT4_AVX2(tokd_bf16_dot4_avx2, BF16_LOAD8, BF16_LOAD1)
 FLOAT_DOT_AVX2(tokd_f32_stream_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 1)
 FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
 FLOAT_DOT_AVX2(tokd_bf16_stream_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 1)
-/* One weight row against a pair of activation rows (x0, x1): FLOAT_DOT4_AVX2's pass, with
- * the stream form's prefetches where STREAM is set. */
-#define FLOAT_DOT_PAIR_AVX2(NAME, LOAD8, LOAD1, ESZ, STREAM)                                          \
-    A2 static void NAME(int64_t n, float out[2], const void *w, const float *x0, const float *x1) {  \
-        const char *wb = w;                                                                           \
-        __m256 a[2][4];                                                                               \
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) a[0][k] = a[1][k] = _mm256_setzero_ps();  \
-        int64_t i = 0;                                                                                \
-        for (; i + 32 <= n; i += 32) {                                                                \
-            if (STREAM) {                                                                             \
+/* Weights [0, n) of one row against one or a pair of activation rows (R), added into
+ * their lane sums at acc (tokd_vec_dot_rows_part_fn), FLOAT_DOT4_AVX2's pass: with
+ * stream set, the stream form's prefetches (pf NULL) or each line of pf's stream. */
+#define FLOAT_DOT_PART_AVX2(NAME, LOAD8, ESZ, R)                                                      \
+    A2 static void NAME##_##R(int64_t n, const float *acc_in, float *acc, const void *w, const float *x0, \
+                              const float *x1, int stream, const void *pf) {                          \
+        const char *wb = w, *pb = pf;                                                                 \
+        const float *x[2] = {x0, x1};                                                                 \
+        __m256 a[R][4];                                                                               \
+        _Pragma("GCC unroll 2") for (int h = 0; h < (R); h++)                                         \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                       \
+                a[h][k] = acc_in ? _mm256_loadu_ps(acc_in + 32 * h + 8 * k) : _mm256_setzero_ps();   \
+        for (int64_t i = 0; i < n; i += 32) {                                                         \
+            if (stream && pb) {                                                                       \
+                for (int l = 0; l < 32 * (ESZ); l += 64) _mm_prefetch(pb + (ESZ) * i + l, _MM_HINT_T0); \
+            } else if (stream) {                                                                      \
                 tokd_page_prime(wb + (ESZ) * i, 32 * (ESZ));                                          \
                 for (int l = 0; l < 32 * (ESZ); l += 64)                                              \
                     _mm_prefetch(wb + (ESZ) * i + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);      \
             }                                                                                         \
             _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {                                     \
                 const __m256 wk = LOAD8(i + 8 * k);                                                   \
-                a[0][k] = _mm256_add_ps(a[0][k], _mm256_mul_ps(wk, _mm256_loadu_ps(x0 + i + 8 * k))); \
-                a[1][k] = _mm256_add_ps(a[1][k], _mm256_mul_ps(wk, _mm256_loadu_ps(x1 + i + 8 * k))); \
+                _Pragma("GCC unroll 2") for (int h = 0; h < (R); h++)                                 \
+                    a[h][k] = _mm256_add_ps(a[h][k], _mm256_mul_ps(wk, _mm256_loadu_ps(x[h] + i + 8 * k))); \
             }                                                                                         \
         }                                                                                             \
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {                                         \
-            const float *x = h ? x1 : x0;                                                             \
-            float s[32];                                                                              \
-            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) _mm256_storeu_ps(s + 8 * k, a[h][k]); \
-            for (int64_t k = i; k < n; k++) s[k & 31] += LOAD1(k) * x[k];                             \
-            out[h] = tokd_reduce32(s);                                                                \
-        }                                                                                             \
+        _Pragma("GCC unroll 2") for (int h = 0; h < (R); h++)                                         \
+            _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) _mm256_storeu_ps(acc + 32 * h + 8 * k, a[h][k]); \
     }
-/* One to four activation rows (tokd_vec_dot_rows_fn): the first pair from memory with the
- * stream form's prefetches, a third row or a second pair from cache (sixteen registers
- * hold one pair's sums). */
-#define FLOAT_DOT_ROWS_AVX2(NAME, T, LOAD8, LOAD1, ESZ)                                               \
-    FLOAT_DOT_PAIR_AVX2(NAME##_pair_stream, LOAD8, LOAD1, ESZ, 1)                                     \
-    FLOAT_DOT_PAIR_AVX2(NAME##_pair, LOAD8, LOAD1, ESZ, 0)                                            \
-    A2 void NAME(int64_t n, float *out, const void *w, const void *act, size_t act_stride, int rows) { \
+/* One to four rows: the first pair (or row) with the prefetches, a third row or a
+ * second pair from cache (sixteen registers hold one pair's sums). */
+#define FLOAT_DOT_PART_AVX2_ALL(NAME, LOAD8, ESZ)                                                     \
+    FLOAT_DOT_PART_AVX2(NAME, LOAD8, ESZ, 1)                                                          \
+    FLOAT_DOT_PART_AVX2(NAME, LOAD8, ESZ, 2)                                                          \
+    A2 void NAME(int64_t n, const float *acc_in, float *acc, const void *w, const void *act,           \
+                 size_t act_stride, int rows, const void *pf) {                                       \
         const char *a = act;                                                                          \
+        const float *x0 = (const float *)a;                                                           \
         if (rows <= 1) {                                                                              \
-            tokd_##T##_stream_dot_avx2(n, out, w, act);                                               \
+            NAME##_1(n, acc_in, acc, w, x0, x0, 1, pf);                                               \
             return;                                                                                   \
         }                                                                                             \
-        NAME##_pair_stream(n, out, w, (const float *)a, (const float *)(a + act_stride));             \
-        if (rows == 3) tokd_##T##_dot_avx2(n, out + 2, w, a + 2 * act_stride);                        \
-        if (rows >= 4)                                                                                \
-            NAME##_pair(n, out + 2, w, (const float *)(a + 2 * act_stride), (const float *)(a + 3 * act_stride)); \
+        NAME##_2(n, acc_in, acc, w, x0, (const float *)(a + act_stride), 1, pf);                      \
+        const float *x2 = (const float *)(a + 2 * act_stride);                                        \
+        const float *in2 = acc_in ? acc_in + 64 : NULL;                                               \
+        if (rows == 3) NAME##_1(n, in2, acc + 64, w, x2, x2, 0, NULL);                                \
+        if (rows >= 4) NAME##_2(n, in2, acc + 64, w, x2, (const float *)(a + 3 * act_stride), 0, NULL); \
     }
-FLOAT_DOT_ROWS_AVX2(tokd_f32_stream_rows_avx2, f32, F32_LOAD8, F32_LOAD1, 4)
-FLOAT_DOT_ROWS_AVX2(tokd_f16_stream_rows_avx2, f16, F16_LOAD8, F16_LOAD1, 2)
-FLOAT_DOT_ROWS_AVX2(tokd_bf16_stream_rows_avx2, bf16, BF16_LOAD8, BF16_LOAD1, 2)
+FLOAT_DOT_PART_AVX2_ALL(tokd_f32_rows_part_avx2, F32_LOAD8, 4)
+FLOAT_DOT_PART_AVX2_ALL(tokd_f16_rows_part_avx2, F16_LOAD8, 2)
+FLOAT_DOT_PART_AVX2_ALL(tokd_bf16_rows_part_avx2, BF16_LOAD8, 2)
 
 /* ---- 32-element formats ------------------------------------------------------------ */
 

@@ -159,57 +159,62 @@ FLOAT_DOT4_512(tokd_bf16_dot4_avx512, BF16_LOAD16, BF16_LOAD1)
 FLOAT_DOT_512(tokd_f32_stream_dot_avx512, F32_LOAD16, F32_LOAD1, 4, 1)
 FLOAT_DOT_512(tokd_f16_stream_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 1)
 FLOAT_DOT_512(tokd_bf16_stream_dot_avx512, BF16_LOAD16, BF16_LOAD1, 2, 1)
-/* One weight row from memory against R = 1..4 activation rows (tokd_vec_dot_rows_fn:
- * decode of a few sequences at once): the stream form's prefetches, and the four-row
- * form's shared weight loads, so a step of up to four sequences reads each weight row
- * once at about one sequence's cost. Row r's lanes take FLOAT_DOT_512's operations in
- * order: vec_dot's bits. */
-#define FLOAT_DOT_ROWS_512(NAME, LOAD16, LOAD1, ESZ, R)                                               \
-    T512 static void NAME##_##R(int64_t n, float *out, const void *w, const void *act, size_t act_stride) { \
-        const char *wb = w;                                                                          \
+/* Weights [0, n) of one row against R = 1..4 activation rows, added into their lane sums
+ * (tokd_vec_dot_rows_part_fn: batched decode of a few sequences, matmul.c), each weight
+ * vector loaded once for the R rows. Without pf, the stream form's prefetches (page
+ * primed, lines ahead); with pf, each line of pf's stream in step with w's, for a caller
+ * that reads rows in pieces. Each lane takes FLOAT_DOT_512's operations in order. */
+#define PART_STEP_512(LOAD16, R)                                                                     \
+    const __m512 w0 = LOAD16(i), w1 = LOAD16(i + 16);                                                \
+    _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) {                                          \
+        a0[r] = _mm512_add_ps(a0[r], _mm512_mul_ps(w0, _mm512_loadu_ps(x[r] + i)));                 \
+        a1[r] = _mm512_add_ps(a1[r], _mm512_mul_ps(w1, _mm512_loadu_ps(x[r] + i + 16)));            \
+    }
+#define FLOAT_DOT_PART_512(NAME, LOAD16, ESZ, R)                                                      \
+    T512 static void NAME##_##R(int64_t n, const float *acc_in, float *acc, const void *w, const void *act, \
+                                size_t act_stride, const void *pf) {                                 \
+        const char *wb = w, *pb = pf;                                                                \
         const float *x[R];                                                                           \
         __m512 a0[R], a1[R];                                                                         \
         _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) {                                      \
             x[r] = (const float *)((const char *)act + (size_t)r * act_stride);                      \
-            a0[r] = a1[r] = _mm512_setzero_ps();                                                     \
+            a0[r] = acc_in ? _mm512_loadu_ps(acc_in + 32 * r) : _mm512_setzero_ps();                 \
+            a1[r] = acc_in ? _mm512_loadu_ps(acc_in + 32 * r + 16) : _mm512_setzero_ps();            \
         }                                                                                            \
-        int64_t i = 0;                                                                               \
-        for (; i + 32 <= n; i += 32) {                                                               \
-            tokd_page_prime(wb + (ESZ) * i + TOKD_PK_DECODE_PRIME_SKIP, 32 * (ESZ));                 \
-            for (int l = 0; l < 32 * (ESZ); l += 64)                                                 \
-                _mm_prefetch(wb + (ESZ) * i + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);             \
-            const __m512 w0 = LOAD16(i), w1 = LOAD16(i + 16);                                        \
-            _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) {                                  \
-                a0[r] = _mm512_add_ps(a0[r], _mm512_mul_ps(w0, _mm512_loadu_ps(x[r] + i)));         \
-                a1[r] = _mm512_add_ps(a1[r], _mm512_mul_ps(w1, _mm512_loadu_ps(x[r] + i + 16)));    \
+        if (pb)                                                                                      \
+            for (int64_t i = 0; i < n; i += 32) {                                                    \
+                for (int l = 0; l < 32 * (ESZ); l += 64) _mm_prefetch(pb + (ESZ) * i + l, _MM_HINT_NTA); \
+                PART_STEP_512(LOAD16, R)                                                             \
             }                                                                                        \
-        }                                                                                            \
+        else                                                                                         \
+            for (int64_t i = 0; i < n; i += 32) {                                                    \
+                tokd_page_prime(wb + (ESZ) * i + TOKD_PK_DECODE_PRIME_SKIP, 32 * (ESZ));             \
+                for (int l = 0; l < 32 * (ESZ); l += 64)                                             \
+                    _mm_prefetch(wb + (ESZ) * i + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);         \
+                PART_STEP_512(LOAD16, R)                                                             \
+            }                                                                                        \
         _Pragma("GCC unroll 4") for (int r = 0; r < (R); r++) {                                      \
-            float s[32];                                                                             \
-            _mm512_storeu_ps(s, a0[r]);                                                              \
-            _mm512_storeu_ps(s + 16, a1[r]);                                                         \
-            for (int64_t k = i; k < n; k++) s[k & 31] += LOAD1(k) * x[r][k];                         \
-            out[r] = tokd_reduce32(s);                                                               \
+            _mm512_storeu_ps(acc + 32 * r, a0[r]);                                                   \
+            _mm512_storeu_ps(acc + 32 * r + 16, a1[r]);                                              \
         }                                                                                            \
     }
-#define FLOAT_DOT_ROWS_512_ALL(NAME, LOAD16, LOAD1, ESZ)                                              \
-    FLOAT_DOT_ROWS_512(NAME, LOAD16, LOAD1, ESZ, 2)                                                  \
-    FLOAT_DOT_ROWS_512(NAME, LOAD16, LOAD1, ESZ, 3)                                                  \
-    FLOAT_DOT_ROWS_512(NAME, LOAD16, LOAD1, ESZ, 4)                                                  \
-    T512 void NAME(int64_t n, float *out, const void *w, const void *act, size_t act_stride, int rows) { \
+#define FLOAT_DOT_PART_512_ALL(NAME, LOAD16, ESZ)                                                     \
+    FLOAT_DOT_PART_512(NAME, LOAD16, ESZ, 1)                                                         \
+    FLOAT_DOT_PART_512(NAME, LOAD16, ESZ, 2)                                                         \
+    FLOAT_DOT_PART_512(NAME, LOAD16, ESZ, 3)                                                         \
+    FLOAT_DOT_PART_512(NAME, LOAD16, ESZ, 4)                                                         \
+    T512 void NAME(int64_t n, const float *acc_in, float *acc, const void *w, const void *act,        \
+                   size_t act_stride, int rows, const void *pf) {                                    \
         switch (rows) {                                                                              \
-        case 1: NAME##_1(n, out, w, act); break;                                                     \
-        case 2: NAME##_2(n, out, w, act, act_stride); break;                                         \
-        case 3: NAME##_3(n, out, w, act, act_stride); break;                                         \
-        default: NAME##_4(n, out, w, act, act_stride); break;                                        \
+        case 1: NAME##_1(n, acc_in, acc, w, act, act_stride, pf); break;                             \
+        case 2: NAME##_2(n, acc_in, acc, w, act, act_stride, pf); break;                             \
+        case 3: NAME##_3(n, acc_in, acc, w, act, act_stride, pf); break;                             \
+        default: NAME##_4(n, acc_in, acc, w, act, act_stride, pf); break;                            \
         }                                                                                            \
     }
-#define tokd_f32_stream_rows_avx512_1 tokd_f32_stream_dot_avx512
-#define tokd_f16_stream_rows_avx512_1 tokd_f16_stream_dot_avx512
-#define tokd_bf16_stream_rows_avx512_1 tokd_bf16_stream_dot_avx512
-FLOAT_DOT_ROWS_512_ALL(tokd_f32_stream_rows_avx512, F32_LOAD16, F32_LOAD1, 4)
-FLOAT_DOT_ROWS_512_ALL(tokd_f16_stream_rows_avx512, F16_LOAD16, F16_LOAD1, 2)
-FLOAT_DOT_ROWS_512_ALL(tokd_bf16_stream_rows_avx512, BF16_LOAD16, BF16_LOAD1, 2)
+FLOAT_DOT_PART_512_ALL(tokd_f32_rows_part_avx512, F32_LOAD16, 4)
+FLOAT_DOT_PART_512_ALL(tokd_f16_rows_part_avx512, F16_LOAD16, 2)
+FLOAT_DOT_PART_512_ALL(tokd_bf16_rows_part_avx512, BF16_LOAD16, 2)
 
 /* ---- quantized rows, without VNNI ---- */
 #define SFX avx512

@@ -3,8 +3,9 @@
  * Work split: the outputs are cut into runs of whole weight rows that threads claim
  * as they go (below), so a thread that the OS deschedules (the machine is small and
  * shared) does not stall the region: the others take its remaining rows. Every output
- * is still computed whole, by one vec_dot / vec_dot4 / gemm call, so which thread
- * computes it changes nothing.
+ * is still computed by one thread in vec_dot's order of operations (one vec_dot /
+ * vec_dot4 / gemm call, or rows_from_memory's lane sums), so which thread computes it
+ * changes nothing.
  *
  * Decode (up to DECODE_MAX_ROWS activation rows: one sequence, or a few batched) is
  * bound by each core's memory stream, and every new stream starts cold, so a thread's
@@ -36,8 +37,9 @@
  * Packed matrices (packed.h) go through their packed gemm for every row count, chunks
  * being whole groups of 16 rows. Matrices without a packed layout (F32, F16, BF16) go
  * through their type's vec_dot_stream in decode (types.h: the same bits, with
- * prefetches), and a few activation rows take them 16 weight rows at a time
- * (matmul_chunk).
+ * prefetches); a few activation rows take them 16 weight rows at a time, each read
+ * from memory once against up to four activation rows (rows_from_memory), the others
+ * from cache (matmul_chunk).
  *
  * Pair mode (tokd_matmul_pair, the FFN's gate and up projections, prefill only): a
  * chunk is the same rows of both matrices, and its epilogue (SwiGLU) runs on them as
@@ -54,6 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/packed.h"
+#include "kernels/quants.h"
 #include "kernels/step_profile.h"
 #include "util.h"
 
@@ -78,11 +82,25 @@
  * of 4 sequences took 12-13 ms against 16 with the split at 4 rows, 16 sequences 44-45
  * against 50-57 (BENCHMARKS.md, thirty-sixth session). */
 #define DECODE_MAX_ROWS TOKD_DECODE_MAX_ROWS
-/* The most activation bytes the few-row decode form reads against one weight row: two
- * threads streaming BF16 rows of K = 5632 with two activation rows (45 KB, past the 48 KB
- * L1 with the weights' lines) read 30-34 GB/s together against 77 with one row; at
- * K = 2048 four rows (32 KB) read 51 (thirty-eighth session). */
-#define STREAM_ROWS_ACT_BYTES (32 * 1024)
+/* Batched decode of float weights (rows_from_memory): up to FEW_ROWS_ACT_BYTES of
+ * activations go against each weight row whole, more in pieces of FEW_ROWS_PIECE_BYTES,
+ * and the pieces' prefetches run FEW_ROWS_PF_BYTES ahead (the whole-row kernels' own
+ * distance). Two threads streaming BF16 rows of K = 5632 whole against two activation
+ * rows (45 KB, past the 48 KB L1 with the weights' lines) read 30-34 GB/s together
+ * against 77 with one row, at K = 2048 four rows (32 KB) read 51, bound by arithmetic.
+ * Through tokd_matmul, K = 5632 (the FFN down product): 2, 3, 4 and 8 rows read 51, 45,
+ * 39 and 21 GB/s in 12 KB pieces against 42, 32, 25 and 17 whole, 48-50, 43-44, 37-38
+ * with 8 or 16 KB pieces; at K = 2048, 16 KB pieces (3 and 4 rows) lost a quarter
+ * against whole rows (thirty-eighth session). */
+#ifndef FEW_ROWS_ACT_BYTES
+#define FEW_ROWS_ACT_BYTES (32 * 1024)
+#endif
+#ifndef FEW_ROWS_PIECE_BYTES
+#define FEW_ROWS_PIECE_BYTES (12 * 1024)
+#endif
+#ifndef FEW_ROWS_PF_BYTES
+#define FEW_ROWS_PF_BYTES TOKD_PK_DECODE_LINE_PF
+#endif
 
 /* A decode share's units not yet claimed: (first << 32) | end. Its owner claims from
  * the front, a thief moves the end down. */
@@ -238,6 +256,65 @@ static void rows_by_four(const tokd_type_traits *tt, int64_t K, const uint8_t *w
     }
 }
 
+/* The end of a float row's dot products with `rows` activation rows (rows_from_memory):
+ * the elements [body, K) past the lane sums' whole steps of 32, then tokd_reduce32, as
+ * vec_dot ends; into y[r * ldy]. */
+static void finish_rows(const tokd_type_traits *tt, int64_t K, int64_t body, const uint8_t *wrow, const uint8_t *a,
+                        size_t as, int rows, float *acc, float *y, int64_t ldy) {
+    float tail[32];
+    if (K > body) tt->to_float(wrow + (size_t)body * tt->bytes, tail, K - body);
+    for (int r = 0; r < rows; r++) {
+        float *s = acc + 32 * r;
+        const float *x = (const float *)(a + (size_t)r * as);
+        for (int64_t k = body; k < K; k++) s[k & 31] += tail[k - body] * x[k];
+        y[r * ldy] = tokd_reduce32(s);
+    }
+}
+
+/* Weight rows [0, nw) (nw <= UNIT; row_bytes apart from w) of a float type against the
+ * activation rows [0, rows) (1..4; as bytes apart from a), into y[r * ldy + o]: each
+ * weight row read from memory once for all the rows, through vec_dot_rows_part. Where
+ * the rows' activations would not stay in L1 (more than FEW_ROWS_ACT_BYTES), K goes in
+ * pieces of FEW_ROWS_PIECE_BYTES of them, every weight row's piece in turn, and each
+ * piece prefetches the one read FEW_ROWS_PF_BYTES later. The lane sums wait in acc
+ * between pieces; finish_rows ends each row as vec_dot does, so each output has its
+ * bits. */
+static void rows_from_memory(const tokd_type_traits *tt, int64_t K, const uint8_t *w, size_t row_bytes, int64_t nw,
+                             const uint8_t *a, size_t as, int rows, float *y, int64_t ldy) {
+    _Alignas(64) float acc[UNIT][4 * 32];
+    const int64_t body = K & ~(int64_t)31;
+    if (!body) { /* K < 32: the tail alone */
+        for (int64_t o = 0; o < nw; o++) {
+            memset(acc[o], 0, sizeof acc[o]);
+            finish_rows(tt, K, 0, w + (size_t)o * row_bytes, a, as, rows, acc[o], y + o, ldy);
+        }
+        return;
+    }
+    const size_t esz = tt->bytes; /* F32, F16, BF16: blocks of one element */
+    const size_t act_bytes = (size_t)rows * (size_t)body * sizeof(float);
+    int64_t piece = body;
+    if (act_bytes > FEW_ROWS_ACT_BYTES) {
+        const int64_t n_pieces = (int64_t)((act_bytes + FEW_ROWS_PIECE_BYTES - 1) / FEW_ROWS_PIECE_BYTES);
+        piece = ((body + n_pieces - 1) / n_pieces + 31) & ~(int64_t)31;
+    }
+    const int64_t ahead = (int64_t)((FEW_ROWS_PF_BYTES + (size_t)piece * esz - 1) / ((size_t)piece * esz));
+    for (int64_t c0 = 0; c0 < body; c0 += piece) {
+        const int64_t n = body - c0 < piece ? body - c0 : piece;
+        for (int64_t o = 0; o < nw; o++) {
+            const uint8_t *pf = NULL; /* whole rows: the kernel's own prefetches run on */
+            if (piece < body) {       /* the piece `ahead` pieces on, or this one near the end */
+                const int64_t q = o + ahead, c = c0 + q / nw * piece;
+                pf = c < body ? w + (size_t)(q % nw) * row_bytes + (size_t)c * esz
+                              : w + (size_t)o * row_bytes + (size_t)c0 * esz;
+            }
+            tt->vec_dot_rows_part(n, c0 ? acc[o] : NULL, acc[o], w + (size_t)o * row_bytes + (size_t)c0 * esz,
+                                  a + (size_t)c0 * sizeof(float), as, rows, pf);
+            if (c0 + n == body) /* the row's last piece: finish it while its sums are hot */
+                finish_rows(tt, K, body, w + (size_t)o * row_bytes, a, as, rows, acc[o], y + o, ldy);
+        }
+    }
+}
+
 /* Weight rows [o0, o1) of matrix m against every activation row, into its Y. */
 static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_matrix *W = j->Ws[m];
@@ -265,32 +342,23 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         for (int64_t o = o0; o < o1; o++) dot(K, &Y[o], wbase + (size_t)o * W->row_bytes, j->act);
         return;
     }
-    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_rows_stream && tt->vec_dot4) {
+    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_rows_part && tt->vec_dot4) {
         /* a few activation rows (batched decode of F32/F16/BF16 weights): UNIT weight rows
            at a time from memory once, against the first one to four activation rows
-           together through the stream form, then from cache against the others, four at
-           a time, and one at a time; each output has one vec_dot's bits. Fewer rows go
-           from memory together where their activations would not stay in L1
-           (STREAM_ROWS_ACT_BYTES: the FFN down product's K = 5632 holds it to one).
-           BF16 TinyLlama shape, 2 threads (bench_batch): a step of 2 sequences 37 ms
-           against 46-50 with the first row alone, 4 sequences 55 against 80-83, 8
-           sequences 99 against 121-122 (BENCHMARKS.md, thirty-eighth session). */
-        int first = (int)((j->n_rows - 1) % 4) + 1;
-        while (first > 1 && (size_t)first * j->act_stride > STREAM_ROWS_ACT_BYTES) first--;
+           together (rows_from_memory), then from cache against the others, four at a
+           time; each output has one vec_dot's bits. BF16 TinyLlama shape, 2 threads
+           (bench_batch, two rounds alternated): a step of 2 sequences 41 ms against
+           44-47 with the first row alone from memory, 4 sequences 50-53 against 74-77,
+           8 sequences 97-98 against 110-114; F16 2 sequences 35-36 against 45-48
+           (BENCHMARKS.md, thirty-eighth session). */
+        const int first = (int)((j->n_rows - 1) % 4) + 1;
         for (int64_t t0 = o0; t0 < o1; t0 += UNIT) {
             const int64_t t1 = t0 + UNIT < o1 ? t0 + UNIT : o1;
-            for (int64_t o = t0; o < t1; o++) {
-                float out[4];
-                tt->vec_dot_rows_stream(K, out, wbase + (size_t)o * W->row_bytes, j->act, j->act_stride, first);
-                for (int r = 0; r < first; r++) Y[r * ldy + o] = out[r];
-            }
-            int64_t r = first;
-            for (; r + 4 <= j->n_rows; r += 4)
+            rows_from_memory(tt, K, wbase + (size_t)t0 * W->row_bytes, W->row_bytes, t1 - t0, j->act, j->act_stride,
+                             first, Y + t0, ldy);
+            for (int64_t r = first; r < j->n_rows; r += 4)
                 rows_by_four(tt, K, wbase, W->row_bytes, t0, t1, j->act + (size_t)r * j->act_stride, j->act_stride,
                              Y + r * ldy, ldy);
-            for (; r < j->n_rows; r++)
-                for (int64_t o = t0; o < t1; o++)
-                    tt->vec_dot(K, &Y[r * ldy + o], wbase + (size_t)o * W->row_bytes, j->act + (size_t)r * j->act_stride);
         }
         return;
     }

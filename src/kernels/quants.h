@@ -218,12 +218,12 @@ TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
 #define TOKD_DOT_STREAM(ISA)                                                                  \
     TOKD_DOT_DECL(f32_stream, ISA) TOKD_DOT_DECL(f16_stream, ISA) TOKD_DOT_DECL(bf16_stream, ISA)
 TOKD_DOT_STREAM(avx2) TOKD_DOT_STREAM(avx512)
-/* ... and for one to four activation rows at once (tokd_vec_dot_rows_fn) */
-#define TOKD_DOT_ROWS_DECL(T, ISA)                                                                  \
-    void tokd_##T##_stream_rows_##ISA(int64_t n, float *out, const void *w, const void *act, size_t act_stride, \
-                                      int rows);
-#define TOKD_DOT_ROWS(ISA) TOKD_DOT_ROWS_DECL(f32, ISA) TOKD_DOT_ROWS_DECL(f16, ISA) TOKD_DOT_ROWS_DECL(bf16, ISA)
-TOKD_DOT_ROWS(avx2) TOKD_DOT_ROWS(avx512)
+/* ... and for one to four activation rows at once, into lane sums (tokd_vec_dot_rows_part_fn) */
+#define TOKD_DOT_PART_DECL(T, ISA)                                                                  \
+    void tokd_##T##_rows_part_##ISA(int64_t n, const float *acc_in, float *acc, const void *w, const void *act, \
+                                    size_t act_stride, int rows, const void *pf);
+#define TOKD_DOT_PART(ISA) TOKD_DOT_PART_DECL(f32, ISA) TOKD_DOT_PART_DECL(f16, ISA) TOKD_DOT_PART_DECL(bf16, ISA)
+TOKD_DOT_PART(avx2) TOKD_DOT_PART(avx512)
 /* four activation rows at once (see tokd_vec_dot4_fn), dot_avx512.c */
 #define TOKD_DOT4_DECL(T, ISA) \
     void tokd_##T##_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);

@@ -86,14 +86,14 @@ typedef struct {
     tokd_vec_dot_fn avx2_stream, avx512_stream; /* decode forms (vec_dot_stream), NULL if none */
     tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
     tokd_vec_dot2x4_fn avx512_2x4;              /* two-by-four version, NULL if none */
-    tokd_vec_dot_rows_fn avx2_rows, avx512_rows; /* few-row decode forms, NULL if none */
+    tokd_vec_dot_rows_part_fn avx2_rows, avx512_rows; /* few-row decode forms, NULL if none */
 } simd_row;
 /* The rows by kind, named field by field (the fields a kind lacks stay NULL). */
 #define FLOAT_SIMD(ID, T)                                                                               \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx2_4 = tokd_##T##_dot4_avx2, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512_2x4 = tokd_##T##_dot2x4_avx512,                          \
      .avx2_stream = tokd_##T##_stream_dot_avx2, .avx512_stream = tokd_##T##_stream_dot_avx512,          \
-     .avx2_rows = tokd_##T##_stream_rows_avx2, .avx512_rows = tokd_##T##_stream_rows_avx512}
+     .avx2_rows = tokd_##T##_rows_part_avx2, .avx512_rows = tokd_##T##_rows_part_avx512}
 #define QUANT_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni}
 #define QUANT_SIMD4(ID, T)                                                                              \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
@@ -162,7 +162,7 @@ static void kernels_init_once(void) {
         t->vec_dot4 = NULL;
         t->vec_dot_stream = NULL;
         t->vec_dot2x4 = NULL;
-        t->vec_dot_rows_stream = NULL;
+        t->vec_dot_rows_part = NULL;
         t->gemm = NULL;
         t->gemm_prep = NULL;
         t->gemm_act_bytes = NULL;
@@ -187,8 +187,8 @@ static void kernels_init_once(void) {
             if (vnni && r->avx512vnni) t->vec_dot = r->avx512vnni;
             if (avx2 && r->avx2_stream) t->vec_dot_stream = r->avx2_stream;
             if (avx512 && r->avx512_stream) t->vec_dot_stream = r->avx512_stream;
-            if (avx2 && r->avx2_rows) t->vec_dot_rows_stream = r->avx2_rows;
-            if (avx512 && r->avx512_rows) t->vec_dot_rows_stream = r->avx512_rows;
+            if (avx2 && r->avx2_rows) t->vec_dot_rows_part = r->avx2_rows;
+            if (avx512 && r->avx512_rows) t->vec_dot_rows_part = r->avx512_rows;
             /* the four-row kernel only alongside its own single-row path */
             if (r->avx2_4 && t->vec_dot == r->avx2) t->vec_dot4 = r->avx2_4;
             if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;

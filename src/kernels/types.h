@@ -40,11 +40,16 @@ typedef void (*tokd_vec_dot4_fn)(int64_t n, float out[4], const void *w, const v
  * (prefill of the float types: each activation load serves both weight rows). */
 typedef void (*tokd_vec_dot2x4_fn)(int64_t n, float out[8], const void *w, size_t w_stride, const void *act,
                                    size_t act_stride);
-/* One weight row against `rows` (1..4) activation rows act + r*act_stride (bytes):
- * out[r] bit-equal to what vec_dot gives for row r (batched decode of a few sequences:
- * the weight row is read from memory once for all of them). */
-typedef void (*tokd_vec_dot_rows_fn)(int64_t n, float *out, const void *w, const void *act, size_t act_stride,
-                                     int rows);
+/* Weights [0, n) (n a multiple of 32) of one row against `rows` (1..4) activation rows
+ * x_r = act + r*act_stride (bytes), added to their lane sums: acc[32*r + i % 32] =
+ * acc_in[32*r + i % 32] + w[i] * x_r[i] for i in order (acc_in NULL: sums from zero), as
+ * vec_dot's vector loop does, so that the caller's tail and tokd_reduce32 (quants.h)
+ * give vec_dot's bits. For batched decode of a few sequences: the weight row is read
+ * from memory once for all of them, whole or in pieces. pf NULL: prefetches ahead in
+ * w's own stream; else each line of pf + (w's offset), for a caller that interleaves
+ * rows. */
+typedef void (*tokd_vec_dot_rows_part_fn)(int64_t n, const float *acc_in, float *acc, const void *w, const void *act,
+                                          size_t act_stride, int rows, const void *pf);
 
 /* Matrix products with activation rows prepared once per matmul in a type-specific
  * layout (gemm_act_bytes(K) bytes per row, written by gemm_prep from F32):
@@ -77,8 +82,8 @@ typedef struct tokd_type_traits {
        with its own prefetches (dot_avx512.c); NULL where vec_dot serves decode too */
     tokd_vec_dot_fn vec_dot_stream;
     tokd_vec_dot2x4_fn vec_dot2x4;     /* selected two-by-four implementation; NULL if none */
-    /* vec_dot_stream for one to four activation rows at once; NULL where there is none */
-    tokd_vec_dot_rows_fn vec_dot_rows_stream;
+    /* decode's form for one to four activation rows at once; NULL where there is none */
+    tokd_vec_dot_rows_part_fn vec_dot_rows_part;
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
