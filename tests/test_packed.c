@@ -285,6 +285,14 @@ int main(void) {
         }
     }
     CHECK(!simd || tokd_packed_get_any(GGML_TYPE_Q4_0)->group_rows == 32, "AVX-512 Q4_0 packs 32 rows a group");
+    /* an AVX-512 VNNI CPU runs an AVX-512 kernel for every type (Q6_K, Q3_K and Q2_K's
+       need GFNI too; packed.c), Q4_1 and Q5_1 included */
+    for (int i = 0; simd && i < n_types; i++) {
+        const int k16 = types[i] == GGML_TYPE_Q6_K || types[i] == GGML_TYPE_Q3_K || types[i] == GGML_TYPE_Q2_K;
+        const tokd_packed_traits *pk = tokd_packed_get_any(types[i]), *avx2 = tokd_packed_get_avx2(types[i]);
+        CHECK(pk && avx2 && (pk->gemm != avx2->gemm) == (!k16 || c->gfni), "type %u: the AVX-512 kernel on AVX-512 VNNI",
+              types[i]);
+    }
     /* both AVX2 kernels (vpmaddubsw, and AVX-VNNI's vpdpbusd) wherever the CPU can run
        them, whichever path this process runs */
     if (c->avx2 && c->fma && c->f16c) {

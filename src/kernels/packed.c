@@ -98,11 +98,12 @@ static uint8_t q5_fifth_bits(uint32_t qh, int i) {
     return byte;
 }
 
-/* ---- Q4_1 and Q5_1 (AVX2 forms): per block the 16 d, the 16 m, Q4_0's vectors (Q5_1:
+/* ---- Q4_1 and Q5_1 (both paths): per block the 16 d, the 16 m, Q4_0's vectors (Q5_1:
  * and a fifth-bit vector); no pairs ---- */
 
 #define Q4_1_BLOCK_BYTES (TOKD_PACK_ROWS * sizeof(tokd_block_q4_1))
 static size_t q4_1_group_bytes(int64_t K) { return (size_t)(K / QK) * Q4_1_BLOCK_BYTES; }
+static void q4_1_prep(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx512(x, dst, K, TOKD_PK_BIAS_S); }
 static void q4_1_prep_avx2(const float *x, void *dst, int64_t K) { tokd_packed_prep_avx2(x, dst, K, TOKD_PK_BIAS_S); }
 static void q4_1_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
     for (int64_t b = 0; b < K / QK; b++) {
@@ -471,6 +472,10 @@ static const tokd_packed_traits PACKED[] = {
      q2_K_ref_dot, 0, 16},
     {GGML_TYPE_Q5_0, q5_0_group_bytes, act_bytes, q5_0_prep, q5_0_pack, tokd_packed_q5_0_gemm_avx512vnni, q5_0_ref_dot, 16, 16},
     {GGML_TYPE_Q4_0, q4_0_group_bytes, act_bytes, q4_0_prep, q4_0_pack, tokd_packed_q4_0_gemm_avx512vnni, q4_0_ref_dot, 8, 16},
+    {GGML_TYPE_Q4_1, q4_1_group_bytes, act_bytes, q4_1_prep, q4_1_pack, tokd_packed_q4_1_gemm_avx512vnni, q4_1_ref_dot,
+     TOKD_PK_BIAS_S, 16},
+    {GGML_TYPE_Q5_1, q5_1_group_bytes, act_bytes, q4_1_prep, q5_1_pack, tokd_packed_q5_1_gemm_avx512vnni, q5_1_ref_dot,
+     TOKD_PK_BIAS_S, 16},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:
@@ -540,8 +545,7 @@ const tokd_packed_traits *tokd_packed_get_any(uint32_t type) {
            VNNI CPUs before Ice Lake lack; Q3_K and Q2_K share its code. There they take
            the AVX2 forms (same layouts). */
         const bool k16 = type == GGML_TYPE_Q6_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q2_K;
-        if ((k16 && !c->gfni) || type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1) /* Q4_1, Q5_1: AVX2 forms only */
-            return tokd_packed_get_avx2(type);
+        if (k16 && !c->gfni) return tokd_packed_get_avx2(type);
         return find(PACKED, sizeof PACKED / sizeof PACKED[0], type);
     }
     /* AVX2 path, or AVX-512 without VNNI (Skylake-SP and -X): the AVX2 forms */

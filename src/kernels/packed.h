@@ -26,7 +26,7 @@
  *         corrections are 0);
  *   Q5_0: Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
  *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
- * Q4_1 (AVX2 forms only) keeps no pairs: block b at b * 320, five whole lines: the 16
+ * Q4_1 keeps no pairs: block b at b * 320, five whole lines: the 16
  * rows' fp16 d, their 16 fp16 m (one line), then Q4_0's 4 vectors (nibbles 0..15).
  * Q5_1 likewise at b * 384: Q4_1's block, then a fifth-bit vector as Q5_0's.
  *
@@ -278,9 +278,9 @@ const tokd_packed_traits *tokd_packed_fit(const tokd_packed_traits *pk, int64_t 
 
 /* The packed form for weights of this type on this CPU, or NULL (no SIMD kernel here,
  * or TOKD_REPACK=0 in the environment): such matrices stay as they are in the file.
- * AVX-512 VNNI packs Q4_0, Q5_0, Q8_0 and Q2_K to Q6_K; the AVX2 forms the same types
- * (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs without VNNI,
- * and Q4_1 and Q5_1, which AVX-512 CPUs take in their AVX2 forms. */
+ * AVX-512 VNNI packs Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K; the AVX2 forms the
+ * same types (Q8_0 with signed quants, below), on the AVX2 path and on AVX-512 CPUs
+ * without VNNI (and Q2_K, Q3_K, Q6_K on AVX-512 VNNI CPUs without GFNI). */
 const tokd_packed_traits *tokd_packed_get(uint32_t type);
 /* false where TOKD_REPACK=0 in the environment: the model then keeps every matrix in
  * the file's mapping (model.c), packed or not (tests compare the two). */
@@ -308,6 +308,10 @@ void tokd_packed_q4_0x32_gemm_avx512vnni(int64_t K, int64_t n_groups, const void
 void tokd_packed_q4_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q4_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                      const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_q5_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q2_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

@@ -5,7 +5,9 @@
  * all eight rows, each row's four-byte quant groups broadcast straight from memory into
  * vpdpbusd. Each row keeps one float accumulator per group of 16 outputs, so the order
  * of operations is exactly packed.h's contract: a block sum starts at the correction,
- * takes eight exact vpdpbusd steps, and is folded in with one fma. */
+ * takes eight exact vpdpbusd steps, and is folded in with one fma. Q4_1 and Q5_1 sum
+ * their unsigned values from zero and then fold each block's min term in with a second
+ * fma, fmaf(mx, sy, out): the AVX2 forms' bits. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -56,10 +58,16 @@ TGT INLINE __m512i shift16(__m512i v, int n) {
     return n > 0 ? _mm512_slli_epi16(v, n) : n < 0 ? _mm512_srli_epi16(v, -n) : v;
 }
 
-/* The block layouts of the 32-weight types (packed.h). */
-enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32 };
-#define PK_BLOCK_BYTES(kind) \
-    ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18 : 16 * 22)
+/* The block layouts of the 32-weight types (packed.h). Q4_1 and Q5_1 ("min" kinds)
+ * keep no pairs: each block is whole lines, its 16 d and 16 m in the first. */
+enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1 };
+#define PK_BLOCK_BYTES(kind)                                                                                       \
+    ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18                  \
+     : (kind) == PK_Q4_1 ? 16 * 20 : (kind) == PK_Q5_1 ? 16 * 24 : 16 * 22)
+/* Kinds with a min term per block (sums start at 0; the prepared row's last words are s) */
+#define PK_MINS(kind) ((kind) == PK_Q4_1 || (kind) == PK_Q5_1)
+/* Kinds whose nibbles take a fifth bit from a vector after them (q5_0_merge) */
+#define PK_FIFTH(kind) ((kind) == PK_Q5_0 || (kind) == PK_Q5_1)
 
 /* Q5_0: the fifth bits (high-bit vector hv: bit 2c + h of byte i in lane L is that of row
  * L's weight 16h + 4c + i) moved to bit 4 of the nibbles of wv[c] (h = 0) and wv[c + 4]
@@ -82,6 +90,8 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
     const int x32 = kind == PK_Q4_0X32;
     const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
     const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
+    if (PK_MINS(kind)) /* whole blocks: scales and mins, then the vectors */
+        q = w + (size_t)b * block_bytes + 64, scales = w + (size_t)b * block_bytes;
     if (kind != PK_Q8_0) {
         const __m512i m4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
@@ -90,7 +100,7 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
             wv[c] = _mm512_and_si512(v, m4);
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
-        if (kind == PK_Q5_0) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
+        if (PK_FIFTH(kind)) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
@@ -98,12 +108,23 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
 }
 
-/* acc plus block b (weights wv, scales dx) against prepared activation row a of nb
- * blocks: the one order of operations every multi-row kernel here uses per row. */
-TGT INLINE __m512 block_row(const __m512i wv[8], __m512 dx, const uint8_t *a, int64_t b, int64_t nb, __m512 acc) {
-    const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
+/* The min kinds' 16 mins of block b as floats (zero for the other kinds: unused). */
+TGT INLINE __m512 block_mins(int kind, const uint8_t *w, int64_t b, size_t block_bytes) {
+    if (!PK_MINS(kind)) return _mm512_setzero_ps();
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + (size_t)b * block_bytes + 32)));
+}
+
+/* acc plus block b (weights wv, scales dx, for the min kinds mins mx) against prepared
+ * activation row a of nb blocks: the one order of operations every kernel here uses per
+ * row and block (packed.h's contract). */
+TGT INLINE __m512 block_row(int kind, const __m512i wv[8], __m512 dx, __m512 mx, const uint8_t *a, int64_t b, int64_t nb,
+                            __m512 acc) {
+    /* the prepared row's last words: the corrections, or (min kinds) each block's s */
+    const __m512i s = block_sum(wv, a + b * 32, PK_MINS(kind) ? 0 : tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
     const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
-    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
+    if (PK_MINS(kind)) acc = _mm512_fmadd_ps(mx, _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 36 + 4 * b)), acc);
+    return acc;
 }
 
 /* R activation rows (as bytes apart) against one group of nb blocks (block_bytes each)
@@ -120,9 +141,9 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
             for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)at + l, _MM_HINT_T0);
         }
         __m512i wv[8];
-        const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv);
+        const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv), mx = block_mins(kind, w, b, block_bytes);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; r++) acc[r] = block_row(wv, dx, act + (size_t)r * as, b, nb, acc[r]);
+        for (int r = 0; r < R; r++) acc[r] = block_row(kind, wv, dx, mx, act + (size_t)r * as, b, nb, acc[r]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
@@ -140,14 +161,14 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * with prefetchnta (packed.h says why), and prime pages 16 KB ahead, not page_prime.h's
  * 4 (TOKD_PK_DECODE_PRIME_SKIP, packed.h). */
 
-/* Vectors per block after the 32 bytes of scales: Q4_0 4 of nibble pairs, Q5_0 those
- * and one of fifth bits, Q8_0 8 of bytes. */
-#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 ? 4 : 5)
+/* Vectors per block after its scales (and mins): Q4_0 and Q4_1 4 of nibble pairs, Q5_0
+ * and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
+#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 ? 4 : 5)
 
 /* One block of one activation row: raw holds the block's PK_VECTORS weight vectors as
- * stored, sc its 16 fp16 scales. */
-TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, const uint8_t *a, int64_t b, int64_t nb,
-                               __m512 acc) {
+ * stored, sc its 16 fp16 scales, mc (min kinds) its 16 fp16 mins. */
+TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, __m256i mc, const uint8_t *a, int64_t b,
+                               int64_t nb, __m512 acc) {
     __m512i wv[8];
     if (kind != PK_Q8_0) {
         const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -156,11 +177,12 @@ TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, const u
             wv[c] = _mm512_and_si512(raw[c], m4);
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw[c], 4), m4);
         }
-        if (kind == PK_Q5_0) q5_0_merge(wv, raw[4]);
+        if (PK_FIFTH(kind)) q5_0_merge(wv, raw[4]);
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = raw[g];
     }
+    if (PK_MINS(kind)) return block_row(kind, wv, _mm512_cvtph_ps(sc), _mm512_cvtph_ps(mc), a, b, nb, acc);
     const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
     const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(sc), _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
@@ -179,18 +201,27 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     __m512 acc = _mm512_setzero_ps();
     __m512i raw[8];
     int64_t b = 0;
+    if (PK_MINS(kind)) { /* no pairs: line 0 the block's scales and mins, then its vectors */
+        for (; b < nb; b++, w += bb) {
+            tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, bb);
+            for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+            const __m512i sm = load_once(w);
+            load_vectors(raw, w + 64, nv);
+            acc = decode_block(kind, raw, _mm512_castsi512_si256(sm), _mm512_extracti64x4_epi64(sm, 1), a, b, nb, acc);
+        }
+    }
     for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
         tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, 2 * bb);
         for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
         const __m512i sc = load_once(w);
         load_vectors(raw, w + 64, nv);
-        acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), a, b, nb, acc);
+        acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), _mm256_setzero_si256(), a, b, nb, acc);
         load_vectors(raw, w + 64 + 64 * nv, nv);
-        acc = decode_block(kind, raw, _mm512_extracti64x4_epi64(sc, 1), a, b + 1, nb, acc);
+        acc = decode_block(kind, raw, _mm512_extracti64x4_epi64(sc, 1), _mm256_setzero_si256(), a, b + 1, nb, acc);
     }
     if (b < nb) { /* the last block, alone: scales, then vectors */
         load_vectors(raw, w + 32, nv);
-        acc = decode_block(kind, raw, _mm256_loadu_si256((const __m256i *)w), a, b, nb, acc);
+        acc = decode_block(kind, raw, _mm256_loadu_si256((const __m256i *)w), _mm256_setzero_si256(), a, b, nb, acc);
     }
     _mm512_storeu_ps(y, acc);
 }
@@ -258,9 +289,10 @@ TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t
 #pragma GCC unroll 2
         for (int half = 0; half < halves; half++) {
             __m512i wv[8];
-            const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv);
+            const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv), mx = block_mins(kind, w, b, block_bytes);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; r++) acc[half][r] = block_row(wv, dx, act + (size_t)r * as, b, nb, acc[half][r]);
+            for (int r = 0; r < R; r++)
+                acc[half][r] = block_row(kind, wv, dx, mx, act + (size_t)r * as, b, nb, acc[half][r]);
         }
     }
 #pragma GCC unroll 8
@@ -347,6 +379,14 @@ TGT void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const voi
                                           const void *act, size_t as, float *y, int64_t ldy) {
     packed_gemm(PK_Q5_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
 }
+TGT void tokd_packed_q4_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(PK_Q4_1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
+TGT void tokd_packed_q5_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                          const void *act, size_t as, float *y, int64_t ldy) {
+    packed_gemm(PK_Q5_1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
+}
 
 /* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
  * Q8_0 activation quantiser (amax, q = round-to-even(x * 127/amax) within [-127, 127],
@@ -407,7 +447,13 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
         }
         __m512 sums;
         FOLD16(__m512, PREP_ADD, s, sums);
-        _mm512_storeu_si512(corr + b, _mm512_mullo_epi32(_mm512_castps_si512(sums), _mm512_set1_epi32(-bias)));
+        if (bias == TOKD_PK_BIAS_S) /* Q4_1, Q5_1: Q8_1's s, fp16(d before its rounding * the sum) */
+            _mm512_storeu_ps(corr + b, _mm512_cvtph_ps(_mm512_cvtps_ph(
+                                           _mm512_mul_ps(_mm512_div_ps(amax, _mm512_set1_ps(127.f)),
+                                                         _mm512_cvtepi32_ps(_mm512_castps_si512(sums))),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+        else
+            _mm512_storeu_si512(corr + b, _mm512_mullo_epi32(_mm512_castps_si512(sums), _mm512_set1_epi32(-bias)));
     }
     for (; b < nb; b++, x += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
@@ -420,7 +466,14 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
         _mm_storeu_si128((__m128i *)(qs + b * 32), _mm512_cvtepi32_epi8(q0));
         _mm_storeu_si128((__m128i *)(qs + b * 32 + 16), _mm512_cvtepi32_epi8(q1));
         dy[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); /* F16C: IEEE, as tokd_f32_to_f16 */
-        corr[b] = -bias * _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        const int32_t qsum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        if (bias == TOKD_PK_BIAS_S) {
+            const float sy = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.f * (float)qsum),
+                                                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+            memcpy(&corr[b], &sy, 4);
+        } else {
+            corr[b] = -bias * qsum;
+        }
     }
 }
 
