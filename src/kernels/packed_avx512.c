@@ -363,30 +363,18 @@ TGT INLINE void packed_gemm(int kind, int64_t K, int64_t n_groups, const void *w
     }
 }
 
-TGT void tokd_packed_q4_0x32_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                             const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q4_0X32, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
-TGT void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q4_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
-TGT void tokd_packed_q8_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q8_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
-TGT void tokd_packed_q5_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q5_0, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
-TGT void tokd_packed_q4_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q4_1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
-TGT void tokd_packed_q5_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
-                                          const void *act, size_t as, float *y, int64_t ldy) {
-    packed_gemm(PK_Q5_1, K, n_groups, w, group_bytes, na, act, as, y, ldy);
-}
+/* The exported kernels of the 32-weight kinds (packed.h), one per kind. */
+#define PK_GEMM_ENTRY(NAME, KIND)                                                                                \
+    TGT void NAME(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act,   \
+                  size_t as, float *y, int64_t ldy) {                                                            \
+        packed_gemm(KIND, K, n_groups, w, group_bytes, na, act, as, y, ldy);                                     \
+    }
+PK_GEMM_ENTRY(tokd_packed_q4_0x32_gemm_avx512vnni, PK_Q4_0X32)
+PK_GEMM_ENTRY(tokd_packed_q4_0_gemm_avx512vnni, PK_Q4_0)
+PK_GEMM_ENTRY(tokd_packed_q8_0_gemm_avx512vnni, PK_Q8_0)
+PK_GEMM_ENTRY(tokd_packed_q5_0_gemm_avx512vnni, PK_Q5_0)
+PK_GEMM_ENTRY(tokd_packed_q4_1_gemm_avx512vnni, PK_Q4_1)
+PK_GEMM_ENTRY(tokd_packed_q5_1_gemm_avx512vnni, PK_Q5_1)
 
 /* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
  * Q8_0 activation quantiser (amax, q = round-to-even(x * 127/amax) within [-127, 127],
