@@ -9,91 +9,7 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 
-/* llama.cpp's LLAMA_FTYPE_* values written to general.file_type */
-enum {
-    FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
-    FT_Q3_K_S = 11, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_BF16 = 32
-};
-
-static const tokd_qtarget targets[] = {
-    {"F32", GGML_TYPE_F32, FT_ALL_F32, TOKD_QMIX_NONE},    {"F16", GGML_TYPE_F16, FT_F16, TOKD_QMIX_NONE},
-    {"BF16", GGML_TYPE_BF16, FT_BF16, TOKD_QMIX_NONE},     {"Q8_0", GGML_TYPE_Q8_0, FT_Q8_0, TOKD_QMIX_NONE},
-    {"Q4_0", GGML_TYPE_Q4_0, FT_Q4_0, TOKD_QMIX_NONE},     {"Q4_1", GGML_TYPE_Q4_1, FT_Q4_1, TOKD_QMIX_NONE},
-    {"Q5_0", GGML_TYPE_Q5_0, FT_Q5_0, TOKD_QMIX_NONE},     {"Q5_1", GGML_TYPE_Q5_1, FT_Q5_1, TOKD_QMIX_NONE},
-    {"Q2_K", GGML_TYPE_Q2_K, FT_Q2_K, TOKD_QMIX_NONE},     {"Q3_K", GGML_TYPE_Q3_K, FT_Q3_K_S, TOKD_QMIX_NONE},
-    {"Q4_K", GGML_TYPE_Q4_K, FT_Q4_K_S, TOKD_QMIX_NONE},   {"Q5_K", GGML_TYPE_Q5_K, FT_Q5_K_S, TOKD_QMIX_NONE},
-    {"Q6_K", GGML_TYPE_Q6_K, FT_Q6_K, TOKD_QMIX_NONE},     {"Q4_K_M", GGML_TYPE_Q4_K, FT_Q4_K_M, TOKD_QMIX_K_M},
-    {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, TOKD_QMIX_K_M},
-};
-#define N_TARGETS (sizeof targets / sizeof targets[0])
-
-const tokd_qtarget *tokd_qtarget_find(const char *name) {
-    for (size_t i = 0; i < N_TARGETS; i++)
-        if (!strcasecmp(name, targets[i].name)) return &targets[i];
-    return NULL;
-}
-
-const char *tokd_qtarget_list(void) {
-    return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q4_K_M Q5_K_M";
-}
-
 static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
-bool tokd_qtarget_is_quantized(const tokd_qtarget *t) { return type_is_quantized(t->base); }
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-void tokd_qplan_init(tokd_qplan *p, const tokd_qtarget *t, int n_layer, const char *const *names, uint64_t n_names) {
-    memset(p, 0, sizeof *p);
-    p->t = t;
-    p->n_ffn_down = n_layer;
-    for (uint64_t i = 0; i < n_names; i++) {
-        if (strstr(names[i], "attn_v.weight") || strstr(names[i], "attn_qkv.weight")) p->n_attn_v++;
-        else if (!strcmp(names[i], "output.weight")) p->has_output = true;
-    }
-}
-
-bool tokd_qplan_converts(const char *name, uint32_t n_dims) {
-    return ends_with(name, "weight") && n_dims >= 2 && !strstr(name, "_norm.weight") && !strstr(name, "ffn_gate_inp.weight") &&
-           strcmp(name, "position_embd.weight") != 0 && strcmp(name, "token_types.weight") != 0;
-}
-
-/* llama.cpp's choice of layers that get more bits in the _M mixes. */
-static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
-
-static uint32_t blck_of(uint32_t type) {
-    const tokd_type_traits *tt = tokd_type_get(type);
-    return tt ? tt->blck : 1;
-}
-
-uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
-    uint32_t t = p->t->base;
-    if (!type_is_quantized(t)) return t;
-    bool is_output = !strcmp(name, "output.weight") || (!p->has_output && !strcmp(name, "token_embd.weight"));
-    if (is_output) {
-        if (ne0 % TOKD_QK_K) t = GGML_TYPE_Q8_0;
-        else if (t != GGML_TYPE_Q8_0) t = GGML_TYPE_Q6_K;
-    } else if (strstr(name, "attn_v.weight")) {
-        if (p->t->mix == TOKD_QMIX_K_M && use_more_bits(p->i_attn_v, p->n_attn_v)) t = GGML_TYPE_Q6_K;
-        p->i_attn_v++;
-    } else if (strstr(name, "ffn_down")) {
-        if (p->t->mix == TOKD_QMIX_K_M && use_more_bits(p->i_ffn_down, p->n_ffn_down)) t = GGML_TYPE_Q6_K;
-        p->i_ffn_down++;
-    }
-    if (ne0 % blck_of(t)) {
-        switch (t) {
-        case GGML_TYPE_Q4_K: t = GGML_TYPE_Q5_0; break;
-        case GGML_TYPE_Q5_K: t = GGML_TYPE_Q5_1; break;
-        case GGML_TYPE_Q6_K: t = GGML_TYPE_Q8_0; break;
-        case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: t = GGML_TYPE_Q4_0; break;
-        default: t = GGML_TYPE_F16; break;
-        }
-        if (ne0 % blck_of(t)) t = GGML_TYPE_F16;
-    }
-    return t;
-}
 
 void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n) {
     if (type == GGML_TYPE_Q8_0) {
@@ -211,16 +127,10 @@ int tokd_quantize_file(const char *in, const char *out, const char *type_name, i
         free(file_names);
     }
 
-    /* the layer count for the ffn_down rule: {arch}.block_count */
-    uint32_t n_layer = 0;
-    gguf_str arch;
-    if (gguf_get_str(f, "general.architecture", &arch, NULL) == 0 && arch.len < 64) {
-        char key[96];
-        snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
-        if (gguf_get_u32(f, key, &n_layer, err) < 0) goto done;
-    }
+    tokd_qmodel model;
+    if (tokd_qmodel_read(f, &model, err)) goto done;
     tokd_qplan plan;
-    tokd_qplan_init(&plan, target, (int)n_layer, (const char *const *)names, n);
+    tokd_qplan_init(&plan, target, &model, (const char *const *)names, n);
 
     for (uint64_t i = 0; i < f->n_kv; i++) {
         const gguf_kv *kv = &f->kv[i];
@@ -241,6 +151,11 @@ int tokd_quantize_file(const char *in, const char *out, const char *type_name, i
         o->nbytes = t->nbytes;
         if (tokd_qplan_converts(names[i], t->n_dims)) {
             uint32_t want = tokd_qplan_type(&plan, names[i], t->ne[0]);
+            if (want == TOKD_QTYPE_NO_LAYER) {
+                tokd_seterr(err, "tensor '%s': an expert tensor's name must give its layer (blk.N. with N < %d)", names[i],
+                            model.n_layer);
+                goto done;
+            }
             if (want != t->type) {
                 if (type_is_quantized(t->type)) {
                     tokd_seterr(err, "tensor '%s' is already quantized (%s): tokd quantize needs F32, F16 or BF16 input",

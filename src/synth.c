@@ -252,8 +252,10 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
     }
     names = tokd_xcalloc((size_t)n, sizeof *names);
     for (int i = 0; i < n; i++) names[i] = ts[i].name;
+    tokd_qmodel qm = {.n_layer = sh->n_layer, .n_head = sh->n_head, .n_head_kv = sh->n_head_kv};
+    snprintf(qm.arch, sizeof qm.arch, "%s", sh->arch);
     tokd_qplan plan;
-    tokd_qplan_init(&plan, target, sh->n_layer, names, (uint64_t)n);
+    tokd_qplan_init(&plan, target, &qm, names, (uint64_t)n);
     infos = tokd_xcalloc((size_t)n, sizeof *infos);
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {

@@ -152,53 +152,151 @@ static void check_golden(const char *type, const char *path, double *kl_sum, int
 }
 
 /* The type choice on real shapes, without files. */
+
+/* Models for the type rules (the tensors the plan sees are built from these). */
+typedef struct {
+    tokd_qmodel m;
+    bool tied;
+} rule_model;
+static const rule_model TINYLLAMA = {{"llama", 22, 8, 2, 0}, false}, LLAMA_70B = {{"llama", 80, 8, 2, 0}, false},
+                        MOE_8 = {{"llama", 8, 8, 2, 8}, false}, FALCON = {{"falcon", 32, 8, 8, 0}, false},
+                        QWEN_TIED = {{"qwen2", 24, 8, 8, 0}, true};
+
+/* One type per character: llama-quantize's choice for each layer of each role. */
+typedef struct {
+    const rule_model *model;
+    const char *target;
+    char output, token_embd;   /* '-': no such tensor */
+    const char *roles[7];      /* attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down */
+} rule_case;
+static const char *const ROLE_NAMES[7] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                                         "ffn_gate", "ffn_up", "ffn_down"};
+
+/* Read off the files llama-quantize (llama.cpp c392e5094, no importance matrix) wrote for
+ * small F32 models of these shapes; the same command on the full files gave byte-identical
+ * output from tokd quantize (BENCHMARKS.md, fortieth session). */
+static const rule_case RULE_CASES[] = {
+    {&TINYLLAMA, "Q2_K_M", '6', '2', {"2222222222222222222222", "2222222222222222222222", "4444444444444444444444", "3333333333333333333333", "2222222222222222222222", "2222222222222222222222", "3333333333333333333333"}},
+    {&TINYLLAMA, "Q3_K_S", '6', '3', {"3333333333333333333333", "3333333333333333333333", "3333333333333333333333", "3333333333333333333333", "3333333333333333333333", "3333333333333333333333", "3333333333333333333333"}},
+    {&TINYLLAMA, "Q3_K_M", '6', '3', {"3333333333333333333333", "3333333333333333333333", "5544444444444444444444", "4444444444444444444444", "3333333333333333333333", "3333333333333333333333", "5444444444444444444444"}},
+    {&TINYLLAMA, "Q3_K_L", '6', '3', {"3333333333333333333333", "3333333333333333333333", "5555555555555555555555", "5555555555555555555555", "3333333333333333333333", "3333333333333333333333", "5555555555555555555555"}},
+    {&TINYLLAMA, "Q4_K_S", '6', '4', {"4444444444444444444444", "4444444444444444444444", "5555444444444444444444", "4444444444444444444444", "4444444444444444444444", "4444444444444444444444", "5544444444444444444444"}},
+    {&TINYLLAMA, "Q4_K_M", '6', '4', {"4444444444444444444444", "4444444444444444444444", "6644644644644644644666", "4444444444444444444444", "4444444444444444444444", "4444444444444444444444", "6644644644644644644666"}},
+    {&TINYLLAMA, "Q5_K_S", '6', '5', {"5555555555555555555555", "5555555555555555555555", "5555555555555555555555", "5555555555555555555555", "5555555555555555555555", "5555555555555555555555", "5555555555555555555555"}},
+    {&TINYLLAMA, "Q5_K_M", '6', '5', {"5555555555555555555555", "5555555555555555555555", "6655655655655655655666", "5555555555555555555555", "5555555555555555555555", "5555555555555555555555", "6655655655655655655666"}},
+    {&TINYLLAMA, "Q6_K", '6', '6', {"6666666666666666666666", "6666666666666666666666", "6666666666666666666666", "6666666666666666666666", "6666666666666666666666", "6666666666666666666666", "6666666666666666666666"}},
+    {&TINYLLAMA, "Q4_0", '6', '0', {"0000000000000000000000", "0000000000000000000000", "0000000000000000000000", "0000000000000000000000", "0000000000000000000000", "0000000000000000000000", "0000000000000000000000"}},
+    {&TINYLLAMA, "Q8_0", '8', '8', {"8888888888888888888888", "8888888888888888888888", "8888888888888888888888", "8888888888888888888888", "8888888888888888888888", "8888888888888888888888", "8888888888888888888888"}},
+    {&LLAMA_70B, "Q2_K_M", '6', '2', {"22222222222222222222222222222222222222222222222222222222222222222222222222222222", "22222222222222222222222222222222222222222222222222222222222222222222222222222222", "55555555555555555555555555555555555555555555555555555555555555555555555555555555", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "22222222222222222222222222222222222222222222222222222222222222222222222222222222", "22222222222222222222222222222222222222222222222222222222222222222222222222222222", "33333333333333333333333333333333333333333333333333333333333333333333333333333333"}},
+    {&LLAMA_70B, "Q3_K_S", '6', '3', {"33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "55555555555555555555555555555555555555555555555555555555555555555555555555555555", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333"}},
+    {&LLAMA_70B, "Q3_K_M", '6', '3', {"33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "55555555555555555555555555555555555555555555555555555555555555555555555555555555", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "33333333333333333333333333333333333333333333333333333333333333333333333333333333", "55555444444444444444444444444444444444444444444444444444444444444444444444444444"}},
+    {&LLAMA_70B, "Q4_K_S", '6', '4', {"44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "55555555555555555555555555555555555555555555555555555555555555555555555555555555", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "55555555554444444444444444444444444444444444444444444444444444444444444444444444"}},
+    {&LLAMA_70B, "Q4_K_M", '6', '4', {"44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "66666666665565565565565565565565565565565565565565565565565565565565566666666666", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "44444444444444444444444444444444444444444444444444444444444444444444444444444444", "66666666664464464464464464464464464464464464464464464464464464464464466666666666"}},
+    {&MOE_8, "Q2_K_M", '6', '2', {"22222222", "88888888", "88888888", "55555555", "22222222", "22222222", "33333333"}},
+    {&MOE_8, "Q3_K_S", '6', '3', {"33333333", "88888888", "88888888", "55555555", "33333333", "33333333", "33333333"}},
+    {&MOE_8, "Q3_K_M", '6', '3', {"33333333", "88888888", "88888888", "55555555", "33333333", "33333333", "44444444"}},
+    {&MOE_8, "Q4_K_M", '6', '4', {"44444444", "88888888", "88888888", "55555555", "44444444", "44444444", "64464466"}},
+    {&MOE_8, "Q5_K_M", '6', '5', {"55555555", "88888888", "88888888", "55555555", "55555555", "55555555", "65565566"}},
+    {&MOE_8, "Q4_0", '6', '0', {"00000000", "88888888", "88888888", "00000000", "00000000", "00000000", "00000000"}},
+    {&FALCON, "Q3_K_M", '8', '3', {"33333333333333333333333333333333", "33333333333333333333333333333333", "55444444444444444444444444444444", "33333333333333333333333333333333", "33333333333333333333333333333333", "33333333333333333333333333333333", "55443343343343343343343343344444"}},
+    {&FALCON, "Q3_K_L", '8', '3', {"33333333333333333333333333333333", "33333333333333333333333333333333", "55555555555555555555555555555555", "44444444444444444444444444444444", "33333333333333333333333333333333", "33333333333333333333333333333333", "44444444444444444444444444444444"}},
+    {&FALCON, "Q4_K_S", '8', '4', {"44444444444444444444444444444444", "44444444444444444444444444444444", "55554444444444444444444444444444", "44444444444444444444444444444444", "44444444444444444444444444444444", "44444444444444444444444444444444", "44444444444444444444444444444444"}},
+    {&FALCON, "Q4_K_M", '8', '4', {"44444444444444444444444444444444", "44444444444444444444444444444444", "66664464464464464464464464466666", "44444444444444444444444444444444", "44444444444444444444444444444444", "44444444444444444444444444444444", "66554454454454454454454454455555"}},
+    {&QWEN_TIED, "Q2_K_M", '-', '6', {"222222222222222222222222", "222222222222222222222222", "333333333333333333333333", "333333333333333333333333", "222222222222222222222222", "222222222222222222222222", "333333333333333333333333"}},
+    {&QWEN_TIED, "Q4_K_M", '-', '6', {"444444444444444444444444", "444444444444444444444444", "666446446446446446446666", "444444444444444444444444", "444444444444444444444444", "444444444444444444444444", "666446446446446446446666"}},
+};
+
+static char type_code(uint32_t t) {
+    switch (t) {
+    case GGML_TYPE_Q2_K: return '2';
+    case GGML_TYPE_Q3_K: return '3';
+    case GGML_TYPE_Q4_K: return '4';
+    case GGML_TYPE_Q5_K: return '5';
+    case GGML_TYPE_Q6_K: return '6';
+    case GGML_TYPE_Q4_0: return '0';
+    case GGML_TYPE_Q8_0: return '8';
+    default: return '?';
+    }
+}
+
+/* Runs the plan over a model's tensors in llama.cpp's order: the non-block tensors, then
+ * each block's tensors by name. */
+static void check_rule_case(const rule_case *c) {
+    const tokd_qtarget *t = tokd_qtarget_find(c->target);
+    CHECK(t != NULL, "target %s", c->target);
+    if (!t) return;
+    const tokd_qmodel *m = &c->model->m;
+    const bool moe = m->n_expert > 1;
+    const char *ffn[3] = {moe ? "ffn_down_exps.weight" : "ffn_down.weight", moe ? "ffn_gate_exps.weight" : "ffn_gate.weight",
+                          moe ? "ffn_up_exps.weight" : "ffn_up.weight"};
+    const char *per_block[] = {"attn_k.weight", "attn_output.weight", "attn_q.weight", "attn_v.weight", ffn[0], ffn[1], ffn[2]};
+    enum { PER_BLOCK = 7 };
+    const int n = 2 + m->n_layer * PER_BLOCK;
+    char(*buf)[48] = calloc((size_t)n, sizeof *buf);
+    const char **names = calloc((size_t)n, sizeof *names);
+    int k = 0;
+    if (!c->model->tied) snprintf(buf[k++], sizeof buf[0], "output.weight");
+    snprintf(buf[k++], sizeof buf[0], "token_embd.weight");
+    for (int l = 0; l < m->n_layer; l++)
+        for (int j = 0; j < PER_BLOCK; j++) snprintf(buf[k++], sizeof buf[0], "blk.%d.%s", l, per_block[j]);
+    for (int i = 0; i < k; i++) names[i] = buf[i];
+    tokd_qplan p;
+    tokd_qplan_init(&p, t, m, names, (uint64_t)k);
+    char got[7][96] = {{0}}, output = '-', embd = '-';
+    for (int i = 0; i < k; i++) {
+        const uint32_t ty = tokd_qplan_type(&p, names[i], 256);
+        int l = -1;
+        if (sscanf(names[i], "blk.%d.", &l) != 1) {
+            *(strcmp(names[i], "output.weight") ? &embd : &output) = type_code(ty);
+            continue;
+        }
+        for (int r = 0; r < 7; r++)
+            if (strstr(names[i], ROLE_NAMES[r]) && l < 95) got[r][l] = type_code(ty);
+    }
+    CHECK(output == c->output && embd == c->token_embd, "%s, %d layers, %s: output %c token_embd %c, want %c %c", m->arch,
+          m->n_layer, c->target, output, embd, c->output, c->token_embd);
+    for (int r = 0; r < 7; r++)
+        CHECK(!strcmp(got[r], c->roles[r]), "%s, %d layers, %d experts, %s: %s %s, want %s", m->arch, m->n_layer, m->n_expert,
+              c->target, ROLE_NAMES[r], got[r], c->roles[r]);
+    free(buf);
+    free(names);
+}
+
 static void check_rules(void) {
+    for (size_t i = 0; i < sizeof RULE_CASES / sizeof RULE_CASES[0]; i++) check_rule_case(&RULE_CASES[i]);
+
     const tokd_qtarget *km = tokd_qtarget_find("q4_k_m"), *q8 = tokd_qtarget_find("Q8_0"), *q40 = tokd_qtarget_find("Q4_0"),
                        *f16 = tokd_qtarget_find("F16"), *q4k = tokd_qtarget_find("Q4_K");
     CHECK(km && q8 && q40 && f16 && q4k, "targets found (case-insensitive)");
-    CHECK(!tokd_qtarget_find("Q4_K_X") && !tokd_qtarget_find(""), "unknown targets");
+    CHECK(!tokd_qtarget_find("Q4_K_X") && !tokd_qtarget_find("") && !tokd_qtarget_find("Q2_K_S"), "unknown targets");
     if (!km || !q8 || !q40 || !f16 || !q4k) return;
-    /* 22 layers (TinyLlama): llama.cpp gives Q6_K to layers 0 1 4 7 10 13 16 19 20 21 */
-    enum { L = 22 };
-    char buf[L * 2][48];
-    const char *names[L * 2 + 1];
-    for (int l = 0; l < L; l++) {
-        snprintf(buf[2 * l], sizeof buf[0], "blk.%d.attn_v.weight", l);
-        snprintf(buf[2 * l + 1], sizeof buf[0], "blk.%d.ffn_down.weight", l);
-        names[2 * l] = buf[2 * l];
-        names[2 * l + 1] = buf[2 * l + 1];
-    }
-    names[2 * L] = "output.weight";
     tokd_qplan p;
-    tokd_qplan_init(&p, km, L, names, 2 * L + 1);
-    char got[L + 1], want[L + 1] = "66__6__6__6__6__6__666";
-    for (int l = 0; l < L; l++) {
-        uint32_t tv = tokd_qplan_type(&p, names[2 * l], 2048), td = tokd_qplan_type(&p, names[2 * l + 1], 5632);
-        CHECK(tv == td, "layer %d: attn_v %s, ffn_down %s", l, ggml_type_name(tv), ggml_type_name(td));
-        got[l] = tv == GGML_TYPE_Q6_K ? '6' : tv == GGML_TYPE_Q4_K ? '_' : '?';
-    }
-    got[L] = 0;
-    CHECK(!strcmp(got, want), "Q4_K_M layers with more bits: %s, want %s", got, want);
-    CHECK(tokd_qplan_type(&p, "output.weight", 2048) == GGML_TYPE_Q6_K, "output Q6_K");
-    CHECK(tokd_qplan_type(&p, "token_embd.weight", 2048) == GGML_TYPE_Q4_K, "token_embd base type when untied");
-    CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 2048) == GGML_TYPE_Q4_K, "attn_q base type");
     /* rows of 896 (Qwen2.5-0.5B): K-quants fall back; tied output -> token_embd is the output */
     const char *qn[] = {"token_embd.weight", "blk.0.attn_v.weight"};
-    tokd_qplan_init(&p, km, 1, qn, 2);
+    const tokd_qmodel one = {"qwen2", 1, 14, 2, 0};
+    tokd_qplan_init(&p, km, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "token_embd.weight", 896) == GGML_TYPE_Q8_0, "tied output with rows of 896 -> Q8_0");
     CHECK(tokd_qplan_type(&p, "blk.0.attn_v.weight", 896) == GGML_TYPE_Q8_0, "Q6_K rows of 896 -> Q8_0");
     CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 896) == GGML_TYPE_Q5_0, "Q4_K rows of 896 -> Q5_0");
-    tokd_qplan_init(&p, q4k, 1, qn, 2);
+    tokd_qplan_init(&p, q4k, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 2048) == GGML_TYPE_Q4_K, "plain Q4_K");
+    CHECK(tokd_qplan_type(&p, "blk.0.attn_v.weight", 2048) == GGML_TYPE_Q4_K, "plain Q4_K: attn_v too");
     CHECK(tokd_qplan_type(&p, "token_embd.weight", 2048) == GGML_TYPE_Q6_K, "tied output Q6_K");
-    tokd_qplan_init(&p, q8, 1, qn, 2);
+    tokd_qplan_init(&p, q8, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "token_embd.weight", 2048) == GGML_TYPE_Q8_0, "Q8_0 keeps a Q8_0 output");
-    tokd_qplan_init(&p, q40, 1, qn, 2);
+    tokd_qplan_init(&p, q40, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 100) == GGML_TYPE_F16, "rows of 100 -> F16");
-    tokd_qplan_init(&p, f16, 1, qn, 2);
+    tokd_qplan_init(&p, f16, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "token_embd.weight", 2048) == GGML_TYPE_F16, "F16 target: output F16 too");
+    /* an expert model's ffn_down must name its layer */
+    const tokd_qmodel moe = {"llama", 4, 8, 2, 8};
+    tokd_qplan_init(&p, km, &moe, qn, 2);
+    CHECK(tokd_qplan_type(&p, "ffn_down_exps.weight", 2048) == TOKD_QTYPE_NO_LAYER, "expert tensor without a layer");
+    CHECK(tokd_qplan_type(&p, "blk.4.ffn_down_exps.weight", 2048) == TOKD_QTYPE_NO_LAYER, "expert tensor past the last layer");
+    CHECK(tokd_qplan_type(&p, "blk.3.ffn_down_exps.weight", 2048) == GGML_TYPE_Q6_K, "expert tensor of the last layer");
     CHECK(tokd_qplan_converts("blk.0.attn_q.weight", 2) && !tokd_qplan_converts("blk.0.attn_norm.weight", 1) &&
-              !tokd_qplan_converts("blk.0.attn_q.bias", 1) && !tokd_qplan_converts("output_norm.weight", 2),
+              !tokd_qplan_converts("blk.0.attn_q.bias", 1) && !tokd_qplan_converts("output_norm.weight", 2) &&
+              !tokd_qplan_converts("blk.0.ffn_gate_inp.weight", 2) && tokd_qplan_converts("blk.0.ffn_up_exps.weight", 3),
           "which tensors are converted");
 }
 
@@ -246,7 +344,8 @@ int main(void) {
     tmp_path(a, sizeof a, "F16");
     snprintf(ref, sizeof ref, "%s/models/tiny-llama-F16.gguf", t_shared());
     CHECK(tokd_quantize_file(src, a, "F16", 2, NULL, &err) == 0 && files_equal(a, ref), "F16 byte-identical to llama.cpp's");
-    const char *more[] = {"Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q5_K_M", "BF16"};
+    const char *more[] = {"Q4_1",   "Q5_0",   "Q5_1",   "Q2_K",   "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K",  "Q5_K_M",
+                          "Q2_K_M", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q5_K_S", "BF16"};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         tmp_path(a, sizeof a, more[i]);
         int rc = tokd_quantize_file(src, a, more[i], 2, NULL, &err);

@@ -1,5 +1,5 @@
 /* cmd_quantize.c — `tokd quantize IN.gguf OUT.gguf TYPE [-t N] [-q]`: convert a model's
- * F32/F16/BF16 weights to TYPE (a type or a mix; see src/quantize.h for the rules),
+ * F32/F16/BF16 weights to TYPE (a type or a mix; see src/quant_plan.h for the rules),
  * copying all metadata and setting general.file_type as llama.cpp does. Per-tensor
  * lines go to stderr unless -q. */
 #include <stdio.h>

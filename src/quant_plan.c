@@ -1,0 +1,213 @@
+/* quant_plan.c — see quant_plan.h. */
+#include "quant_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kernels/quants.h"
+#include "kernels/types.h"
+
+/* llama.cpp's LLAMA_FTYPE_* values written to general.file_type */
+enum {
+    FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
+    FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17,
+    FT_Q6_K = 18, FT_BF16 = 32
+};
+
+static const tokd_qtarget targets[] = {
+    {"F32", GGML_TYPE_F32, FT_ALL_F32, false},  {"F16", GGML_TYPE_F16, FT_F16, false},
+    {"BF16", GGML_TYPE_BF16, FT_BF16, false},   {"Q8_0", GGML_TYPE_Q8_0, FT_Q8_0, false},
+    {"Q4_0", GGML_TYPE_Q4_0, FT_Q4_0, false},   {"Q4_1", GGML_TYPE_Q4_1, FT_Q4_1, false},
+    {"Q5_0", GGML_TYPE_Q5_0, FT_Q5_0, false},   {"Q5_1", GGML_TYPE_Q5_1, FT_Q5_1, false},
+    {"Q2_K", GGML_TYPE_Q2_K, FT_Q2_K, true},    {"Q3_K", GGML_TYPE_Q3_K, FT_Q3_K_S, true},
+    {"Q4_K", GGML_TYPE_Q4_K, FT_Q4_K_S, true},  {"Q5_K", GGML_TYPE_Q5_K, FT_Q5_K_S, true},
+    {"Q6_K", GGML_TYPE_Q6_K, FT_Q6_K, false},   {"Q2_K_M", GGML_TYPE_Q2_K, FT_Q2_K, false},
+    {"Q3_K_S", GGML_TYPE_Q3_K, FT_Q3_K_S, false}, {"Q3_K_M", GGML_TYPE_Q3_K, FT_Q3_K_M, false},
+    {"Q3_K_L", GGML_TYPE_Q3_K, FT_Q3_K_L, false}, {"Q4_K_S", GGML_TYPE_Q4_K, FT_Q4_K_S, false},
+    {"Q4_K_M", GGML_TYPE_Q4_K, FT_Q4_K_M, false}, {"Q5_K_S", GGML_TYPE_Q5_K, FT_Q5_K_S, false},
+    {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, false},
+};
+#define N_TARGETS (sizeof targets / sizeof targets[0])
+
+const tokd_qtarget *tokd_qtarget_find(const char *name) {
+    for (size_t i = 0; i < N_TARGETS; i++)
+        if (!strcasecmp(name, targets[i].name)) return &targets[i];
+    return NULL;
+}
+
+const char *tokd_qtarget_list(void) {
+    return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M "
+           "Q5_K_S Q5_K_M";
+}
+
+static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
+bool tokd_qtarget_is_quantized(const tokd_qtarget *t) { return type_is_quantized(t->base); }
+
+/* ---- the model's facts ------------------------------------------------------------- */
+
+static int arch_u32(const gguf_file *f, const char *arch, const char *suffix, int *out, tokd_err *err) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (!gguf_get(f, key)) return 0;
+    uint32_t v;
+    if (gguf_get_u32(f, key, &v, err) < 0) return -1;
+    *out = v > (uint32_t)1 << 30 ? 1 << 30 : (int)v;
+    return 0;
+}
+
+int tokd_qmodel_read(const gguf_file *f, tokd_qmodel *m, tokd_err *err) {
+    memset(m, 0, sizeof *m);
+    gguf_str arch;
+    if (gguf_get_str(f, "general.architecture", &arch, NULL) != 0 || arch.len >= sizeof m->arch) return 0;
+    memcpy(m->arch, arch.ptr, arch.len);
+    m->arch[arch.len] = 0;
+    m->n_head_kv = -1;
+    if (arch_u32(f, m->arch, "block_count", &m->n_layer, err) || arch_u32(f, m->arch, "attention.head_count", &m->n_head, err) ||
+        arch_u32(f, m->arch, "expert_count", &m->n_expert, err))
+        return -1;
+    /* a per-layer array of KV head counts (some models) is read as its first entry */
+    char key[96];
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", m->arch);
+    const gguf_value *v = gguf_get(f, key);
+    if (v && v->type == GGUF_TYPE_ARRAY && gguf_type_size(v->v.arr.elem_type) && v->v.arr.n)
+        m->n_head_kv = (int)gguf_arr_i64(&v->v.arr, 0);
+    else if (arch_u32(f, m->arch, "attention.head_count_kv", &m->n_head_kv, err))
+        return -1;
+    if (m->n_head_kv < 0) m->n_head_kv = m->n_head;
+    return 0;
+}
+
+/* ---- the plan ------------------------------------------------------------------------ */
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+void tokd_qplan_init(tokd_qplan *p, const tokd_qtarget *t, const tokd_qmodel *m, const char *const *names, uint64_t n_names) {
+    memset(p, 0, sizeof *p);
+    p->t = t;
+    p->m = *m;
+    for (uint64_t i = 0; i < n_names; i++) {
+        if (strstr(names[i], "attn_v.weight") || strstr(names[i], "attn_qkv.weight") || strstr(names[i], "attn_kv_b.weight"))
+            p->n_attn_v++;
+        else if (!strcmp(names[i], "output.weight")) p->has_output = true;
+    }
+    p->is_falcon = !strcmp(m->arch, "falcon");
+    /* llama.cpp's model type 70B, the one size its rules look at */
+    p->is_70b = m->n_layer == 80 && ((!strcmp(m->arch, "llama") && m->n_expert != 8 && m->n_head != m->n_head_kv) ||
+                                     !strcmp(m->arch, "qwen2"));
+}
+
+bool tokd_qplan_converts(const char *name, uint32_t n_dims) {
+    return ends_with(name, "weight") && n_dims >= 2 && !strstr(name, "_norm.weight") && !strstr(name, "ffn_gate_inp.weight") &&
+           strcmp(name, "position_embd.weight") != 0 && strcmp(name, "token_types.weight") != 0 &&
+           !strstr(name, "ssm_conv1d.weight") && !strstr(name, "time_mix_first.weight");
+}
+
+/* llama.cpp's choice of layers that get more bits. */
+static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+static uint32_t blck_of(uint32_t type) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    return tt ? tt->blck : 1;
+}
+
+static uint32_t output_type(const tokd_qplan *p, uint64_t ne0) {
+    const uint32_t base = p->t->base;
+    if (p->is_falcon || ne0 % blck_of(base)) return GGML_TYPE_Q8_0;
+    return base == GGML_TYPE_Q8_0 ? base : GGML_TYPE_Q6_K;
+}
+
+static uint32_t attn_v_type(const tokd_qplan *p, uint32_t t) {
+    const int i = p->i_attn_v, n = p->n_attn_v, gqa = p->m.n_head_kv > 0 ? p->m.n_head / p->m.n_head_kv : 0;
+    switch (p->t->file_type) {
+    case FT_Q2_K: t = gqa >= 4 ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K; break;
+    case FT_Q3_K_M: t = i < 2 ? GGML_TYPE_Q5_K : GGML_TYPE_Q4_K; break;
+    case FT_Q3_K_L: t = GGML_TYPE_Q5_K; break;
+    case FT_Q4_K_M: case FT_Q5_K_M: if (use_more_bits(i, n)) t = GGML_TYPE_Q6_K; break;
+    case FT_Q4_K_S: if (i < 4) t = GGML_TYPE_Q5_K; break;
+    default: break;
+    }
+    if (p->is_70b && (t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q4_K)) t = GGML_TYPE_Q5_K;
+    if (p->m.n_expert == 8) t = GGML_TYPE_Q8_0;
+    return t;
+}
+
+static uint32_t ffn_down_type(const tokd_qplan *p, int i, uint32_t t) {
+    const int n = p->m.n_layer;
+    const bool falcon = p->is_falcon, more = use_more_bits(i, n);
+    switch (p->t->file_type) {
+    case FT_Q2_K: return GGML_TYPE_Q3_K;
+    case FT_Q3_K_M: return i < n / 16 ? GGML_TYPE_Q5_K : !falcon || more ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K;
+    case FT_Q3_K_L: return falcon ? GGML_TYPE_Q4_K : GGML_TYPE_Q5_K;
+    case FT_Q4_K_M:
+        if (falcon) return i < n / 16 ? GGML_TYPE_Q6_K : more ? GGML_TYPE_Q5_K : GGML_TYPE_Q4_K;
+        return more ? GGML_TYPE_Q6_K : t;
+    case FT_Q5_K_M: return more ? GGML_TYPE_Q6_K : t;
+    case FT_Q4_K_S: return !falcon && i < n / 8 ? GGML_TYPE_Q5_K : t;
+    default: return t;
+    }
+}
+
+static uint32_t attn_output_type(const tokd_qplan *p, uint32_t t) {
+    const uint32_t ft = p->t->file_type;
+    if (p->is_falcon) return ft == FT_Q3_K_L ? GGML_TYPE_Q4_K : t;
+    if (p->m.n_expert == 8)
+        return ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_Q4_K_S || ft == FT_Q4_K_M ? GGML_TYPE_Q5_K : t;
+    switch (ft) {
+    case FT_Q2_K: return GGML_TYPE_Q3_K;
+    case FT_Q3_K_M: return GGML_TYPE_Q4_K;
+    case FT_Q3_K_L: return GGML_TYPE_Q5_K;
+    default: return t;
+    }
+}
+
+static uint32_t attn_qkv_type(const tokd_qplan *p, uint32_t t) {
+    switch (p->t->file_type) {
+    case FT_Q3_K_M: case FT_Q3_K_L: return GGML_TYPE_Q4_K;
+    case FT_Q4_K_M: return GGML_TYPE_Q5_K;
+    case FT_Q5_K_M: return GGML_TYPE_Q6_K;
+    default: return t;
+    }
+}
+
+/* A type whose block does not divide the rows: the nearest type whose block does. */
+static uint32_t fit_rows(uint32_t t, uint64_t ne0) {
+    if (ne0 % blck_of(t) == 0) return t;
+    switch (t) {
+    case GGML_TYPE_Q4_K: t = GGML_TYPE_Q5_0; break;
+    case GGML_TYPE_Q5_K: t = GGML_TYPE_Q5_1; break;
+    case GGML_TYPE_Q6_K: t = GGML_TYPE_Q8_0; break;
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: t = GGML_TYPE_Q4_0; break;
+    default: return GGML_TYPE_F16;
+    }
+    return ne0 % blck_of(t) ? GGML_TYPE_F16 : t;
+}
+
+uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
+    uint32_t t = p->t->base;
+    if (!type_is_quantized(t)) return t;
+    if (!strcmp(name, "output.weight") || (!p->has_output && !strcmp(name, "token_embd.weight")))
+        return fit_rows(output_type(p, ne0), ne0);
+    if (p->t->plain || !strcmp(name, "token_embd.weight")) return fit_rows(t, ne0);
+    if (strstr(name, "attn_v.weight")) {
+        t = attn_v_type(p, t);
+        p->i_attn_v++;
+    } else if (strstr(name, "attn_k.weight")) {
+        if (p->m.n_expert == 8) t = GGML_TYPE_Q8_0;
+    } else if (strstr(name, "attn_q.weight")) {
+        /* no rule for the types here */
+    } else if (strstr(name, "ffn_down")) {
+        int layer = p->i_ffn_down++;
+        if (p->m.n_expert > 1 && (sscanf(name, "blk.%d.", &layer) != 1 || layer < 0 || layer >= p->m.n_layer))
+            return TOKD_QTYPE_NO_LAYER;
+        t = ffn_down_type(p, layer, t);
+    } else if (strstr(name, "attn_output.weight")) {
+        t = attn_output_type(p, t);
+    } else if (strstr(name, "attn_qkv.weight")) {
+        t = attn_qkv_type(p, t);
+    }
+    return fit_rows(t, ne0);
+}

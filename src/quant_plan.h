@@ -1,0 +1,101 @@
+/* quant_plan.h — which type each tensor of a model gets when it is quantized: the
+ * targets `tokd quantize` and `tokd synth` accept, and llama.cpp's per-tensor rules for
+ * them (as its quantizer applies them without an importance matrix), so that a file we
+ * write for a llama.cpp file type is the file llama-quantize writes, byte for byte.
+ *
+ * Targets (tokd_qtarget):
+ *   - F32, F16, BF16: every converted tensor in that type, the output too;
+ *   - the single types Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_K: llama.cpp's file types of the same
+ *     names;
+ *   - the K mixes Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M: llama.cpp's
+ *     file types. Q2_K_M is the one llama-quantize calls "Q2_K" (its ftype name is
+ *     "Q2_K - Medium"); llama-quantize's "Q3_K", "Q4_K" and "Q5_K" are its _M mixes;
+ *   - the plain K types Q2_K Q3_K Q4_K Q5_K: one type for every converted tensor but the
+ *     output (tokd's own targets, for measuring one type's kernels; general.file_type
+ *     says MOSTLY_Q2_K, Q3_K_S, Q4_K_S, Q5_K_S).
+ *
+ * The rules (every target but the plain ones and F32/F16/BF16):
+ *   - only 2-D or 3-D tensors whose name ends in "weight" are converted, except norms,
+ *     ffn_gate_inp (expert routers), position_embd, token_types, ssm_conv1d and
+ *     time_mix_first; the rest is copied in its own type;
+ *   - the output (output.weight, or token_embd.weight when there is no output.weight)
+ *     becomes Q6_K (Q8_0 stays Q8_0), or Q8_0 when its rows are not a multiple of the
+ *     target's block or the architecture is falcon. This one applies to plain targets too;
+ *   - attn_v, counted over attn_v/attn_qkv/attn_kv_b tensors in file order (i of n):
+ *     Q2_K_M: Q4_K when n_head / n_head_kv >= 4, else Q3_K; Q3_K_M: Q5_K for i < 2, else
+ *     Q4_K; Q3_K_L: Q5_K; Q4_K_M, Q5_K_M: Q6_K where use_more_bits(i, n); Q4_K_S: Q5_K
+ *     for i < 4. Then a 70B model (llama with 80 layers and grouped KV heads, or qwen2
+ *     with 80 layers) moves Q3_K/Q4_K to Q5_K, and a model of 8 experts takes Q8_0;
+ *   - attn_k: Q8_0 in a model of 8 experts;
+ *   - ffn_down in layer i of n (n = block_count; i counted in file order, or read from
+ *     the name "blk.i." when the model has experts): Q2_K_M: Q3_K; Q3_K_M: Q5_K for
+ *     i < n/16, else Q4_K (falcon: Q4_K only where use_more_bits, else Q3_K); Q3_K_L:
+ *     Q5_K (falcon Q4_K); Q4_K_M: Q6_K where use_more_bits (falcon: Q6_K for i < n/16,
+ *     Q5_K where use_more_bits); Q5_K_M: Q6_K where use_more_bits; Q4_K_S: Q5_K for
+ *     i < n/8 (not falcon);
+ *   - attn_output: with 8 experts, Q5_K for Q2_K_M, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M;
+ *     otherwise Q2_K_M: Q3_K, Q3_K_M: Q4_K, Q3_K_L: Q5_K (falcon: Q3_K_L: Q4_K only);
+ *   - attn_qkv: Q3_K_M, Q3_K_L: Q4_K; Q4_K_M: Q5_K; Q5_K_M: Q6_K;
+ *   - use_more_bits(i, n): i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2;
+ *   - a row length that is not a multiple of the chosen type's block falls back:
+ *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0 (llama.cpp picks
+ *     IQ4_NL, which tokd does not have), anything else, or a fallback that still does not
+ *     fit, -> F16 (llama.cpp stops with an error there).
+ * Not covered: llama.cpp's importance-matrix types and rules (IQ*, Q2_K_S) and the
+ * size-based model types of architectures other than llama and qwen2 (only 70B matters,
+ * and only for attn_v). */
+#ifndef TOKD_QUANT_PLAN_H
+#define TOKD_QUANT_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf.h"
+#include "util.h"
+
+typedef struct {
+    const char *name;     /* as given on the command line */
+    uint32_t base;        /* GGML_TYPE_* of most weight matrices */
+    uint32_t file_type;   /* llama.cpp's general.file_type (LLAMA_FTYPE_*) */
+    bool plain;           /* only the output rule applies */
+} tokd_qtarget;
+
+/* NULL when unknown (case-insensitive). */
+const tokd_qtarget *tokd_qtarget_find(const char *name);
+/* "F32 F16 BF16 Q8_0 ..." — for error messages and usage lines. */
+const char *tokd_qtarget_list(void);
+bool tokd_qtarget_is_quantized(const tokd_qtarget *t);
+
+/* What the rules need to know of the model. */
+typedef struct {
+    char arch[32];   /* general.architecture ("" when absent) */
+    int n_layer;     /* {arch}.block_count */
+    int n_head;      /* {arch}.attention.head_count */
+    int n_head_kv;   /* {arch}.attention.head_count_kv (= n_head when absent) */
+    int n_expert;    /* {arch}.expert_count (0 when absent) */
+} tokd_qmodel;
+
+/* Reads tokd_qmodel from a file's metadata; missing keys leave 0 (or n_head). */
+int tokd_qmodel_read(const gguf_file *f, tokd_qmodel *m, tokd_err *err);
+
+/* Per-file state of the type choice. */
+typedef struct {
+    const tokd_qtarget *t;
+    tokd_qmodel m;
+    int n_attn_v, i_attn_v, i_ffn_down;
+    bool has_output, is_70b, is_falcon;
+} tokd_qplan;
+
+/* names: every tensor name of the file in file order (to count attn_v tensors and see
+ * whether output.weight exists). */
+void tokd_qplan_init(tokd_qplan *p, const tokd_qtarget *t, const tokd_qmodel *m, const char *const *names, uint64_t n_names);
+/* Whether a tensor is converted at all (else copied as is). */
+bool tokd_qplan_converts(const char *name, uint32_t n_dims);
+
+/* tokd_qplan_type's answer for an expert tensor whose layer its name does not give. */
+#define TOKD_QTYPE_NO_LAYER UINT32_MAX
+/* The type of a converted tensor with rows of ne0 elements. Call once per converted
+ * tensor, in file order (advances the layer counters). */
+uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0);
+
+#endif
