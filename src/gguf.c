@@ -33,6 +33,7 @@ static const struct {
     {GGML_TYPE_Q2_K, "Q2_K", 256, 84}, {GGML_TYPE_Q3_K, "Q3_K", 256, 110},
     {GGML_TYPE_Q4_K, "Q4_K", 256, 144}, {GGML_TYPE_Q5_K, "Q5_K", 256, 176},
     {GGML_TYPE_Q6_K, "Q6_K", 256, 210}, {GGML_TYPE_Q8_K, "Q8_K", 256, 292},
+    {GGML_TYPE_IQ4_NL, "IQ4_NL", 32, 18}, {GGML_TYPE_IQ4_XS, "IQ4_XS", 256, 136},
     {GGML_TYPE_I8, "I8", 1, 1},        {GGML_TYPE_I16, "I16", 1, 2},
     {GGML_TYPE_I32, "I32", 1, 4},      {GGML_TYPE_I64, "I64", 1, 8},
     {GGML_TYPE_F64, "F64", 1, 8},      {GGML_TYPE_BF16, "BF16", 1, 2},

@@ -12,7 +12,7 @@
 enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
     FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17,
-    FT_Q6_K = 18, FT_BF16 = 32
+    FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32
 };
 
 static const tokd_qtarget targets[] = {
@@ -26,7 +26,8 @@ static const tokd_qtarget targets[] = {
     {"Q3_K_S", GGML_TYPE_Q3_K, FT_Q3_K_S, false}, {"Q3_K_M", GGML_TYPE_Q3_K, FT_Q3_K_M, false},
     {"Q3_K_L", GGML_TYPE_Q3_K, FT_Q3_K_L, false}, {"Q4_K_S", GGML_TYPE_Q4_K, FT_Q4_K_S, false},
     {"Q4_K_M", GGML_TYPE_Q4_K, FT_Q4_K_M, false}, {"Q5_K_S", GGML_TYPE_Q5_K, FT_Q5_K_S, false},
-    {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, false},
+    {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, false}, {"IQ4_NL", GGML_TYPE_IQ4_NL, FT_IQ4_NL, false},
+    {"IQ4_XS", GGML_TYPE_IQ4_XS, FT_IQ4_XS, false},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -38,7 +39,7 @@ const tokd_qtarget *tokd_qtarget_find(const char *name) {
 
 const char *tokd_qtarget_list(void) {
     return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M "
-           "Q5_K_S Q5_K_M";
+           "Q5_K_S Q5_K_M IQ4_NL IQ4_XS";
 }
 
 static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
@@ -128,6 +129,7 @@ static uint32_t attn_v_type(const tokd_qplan *p, uint32_t t) {
     case FT_Q3_K_L: t = GGML_TYPE_Q5_K; break;
     case FT_Q4_K_M: case FT_Q5_K_M: if (use_more_bits(i, n)) t = GGML_TYPE_Q6_K; break;
     case FT_Q4_K_S: if (i < 4) t = GGML_TYPE_Q5_K; break;
+    case FT_IQ4_NL: case FT_IQ4_XS: if (gqa >= 4) t = GGML_TYPE_Q5_K; break;
     default: break;
     }
     if (p->is_70b && (t == GGML_TYPE_Q3_K || t == GGML_TYPE_Q4_K)) t = GGML_TYPE_Q5_K;
@@ -147,6 +149,7 @@ static uint32_t ffn_down_type(const tokd_qplan *p, int i, uint32_t t) {
         return more ? GGML_TYPE_Q6_K : t;
     case FT_Q5_K_M: return more ? GGML_TYPE_Q6_K : t;
     case FT_Q4_K_S: return !falcon && i < n / 8 ? GGML_TYPE_Q5_K : t;
+    case FT_IQ4_NL: case FT_IQ4_XS: return i < n / 8 ? GGML_TYPE_Q5_K : t;
     default: return t;
     }
 }
@@ -155,7 +158,10 @@ static uint32_t attn_output_type(const tokd_qplan *p, uint32_t t) {
     const uint32_t ft = p->t->file_type;
     if (p->is_falcon) return ft == FT_Q3_K_L ? GGML_TYPE_Q4_K : t;
     if (p->m.n_expert == 8)
-        return ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_Q4_K_S || ft == FT_Q4_K_M ? GGML_TYPE_Q5_K : t;
+        return ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_NL ||
+                       ft == FT_IQ4_XS
+                   ? GGML_TYPE_Q5_K
+                   : t;
     switch (ft) {
     case FT_Q2_K: return GGML_TYPE_Q3_K;
     case FT_Q3_K_M: return GGML_TYPE_Q4_K;
@@ -180,7 +186,7 @@ static uint32_t fit_rows(uint32_t t, uint64_t ne0) {
     case GGML_TYPE_Q4_K: t = GGML_TYPE_Q5_0; break;
     case GGML_TYPE_Q5_K: t = GGML_TYPE_Q5_1; break;
     case GGML_TYPE_Q6_K: t = GGML_TYPE_Q8_0; break;
-    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: t = GGML_TYPE_Q4_0; break;
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_IQ4_XS: t = GGML_TYPE_IQ4_NL; break;
     default: return GGML_TYPE_F16;
     }
     return ne0 % blck_of(t) ? GGML_TYPE_F16 : t;

@@ -5,8 +5,8 @@
  *
  * Targets (tokd_qtarget):
  *   - F32, F16, BF16: every converted tensor in that type, the output too;
- *   - the single types Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_K: llama.cpp's file types of the same
- *     names;
+ *   - the single types Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q6_K IQ4_NL IQ4_XS: llama.cpp's file
+ *     types of the same names;
  *   - the K mixes Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M: llama.cpp's
  *     file types. Q2_K_M is the one llama-quantize calls "Q2_K" (its ftype name is
  *     "Q2_K - Medium"); llama-quantize's "Q3_K", "Q4_K" and "Q5_K" are its _M mixes;
@@ -24,7 +24,7 @@
  *   - attn_v, counted over attn_v/attn_qkv/attn_kv_b tensors in file order (i of n):
  *     Q2_K_M: Q4_K when n_head / n_head_kv >= 4, else Q3_K; Q3_K_M: Q5_K for i < 2, else
  *     Q4_K; Q3_K_L: Q5_K; Q4_K_M, Q5_K_M: Q6_K where use_more_bits(i, n); Q4_K_S: Q5_K
- *     for i < 4. Then a 70B model (llama with 80 layers and grouped KV heads, or qwen2
+ *     for i < 4; IQ4_NL, IQ4_XS: Q5_K when n_head / n_head_kv >= 4. Then a 70B model (llama with 80 layers and grouped KV heads, or qwen2
  *     with 80 layers) moves Q3_K/Q4_K to Q5_K, and a model of 8 experts takes Q8_0;
  *   - attn_k: Q8_0 in a model of 8 experts;
  *   - ffn_down in layer i of n (n = block_count; i counted in file order, or read from
@@ -32,15 +32,16 @@
  *     i < n/16, else Q4_K (falcon: Q4_K only where use_more_bits, else Q3_K); Q3_K_L:
  *     Q5_K (falcon Q4_K); Q4_K_M: Q6_K where use_more_bits (falcon: Q6_K for i < n/16,
  *     Q5_K where use_more_bits); Q5_K_M: Q6_K where use_more_bits; Q4_K_S: Q5_K for
- *     i < n/8 (not falcon);
- *   - attn_output: with 8 experts, Q5_K for Q2_K_M, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M;
+ *     i < n/8 (not falcon); IQ4_NL, IQ4_XS: Q5_K for i < n/8;
+ *   - attn_output: with 8 experts, Q5_K for Q2_K_M, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M,
+ *     IQ4_NL, IQ4_XS;
  *     otherwise Q2_K_M: Q3_K, Q3_K_M: Q4_K, Q3_K_L: Q5_K (falcon: Q3_K_L: Q4_K only);
  *   - attn_qkv: Q3_K_M, Q3_K_L: Q4_K; Q4_K_M: Q5_K; Q5_K_M: Q6_K;
  *   - use_more_bits(i, n): i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2;
  *   - a row length that is not a multiple of the chosen type's block falls back:
- *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K -> Q4_0 (llama.cpp picks
- *     IQ4_NL, which tokd does not have), anything else, or a fallback that still does not
- *     fit, -> F16 (llama.cpp stops with an error there).
+ *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL; anything
+ *     else, or a fallback that still does not fit, -> F16 (llama.cpp stops with an error
+ *     there).
  * Not covered: llama.cpp's importance-matrix types and rules (IQ*, Q2_K_S) and the
  * size-based model types of architectures other than llama and qwen2 (only 70B matters,
  * and only for attn_v). */

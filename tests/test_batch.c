@@ -352,6 +352,19 @@ int main(void) {
         tokd_model_free(plain);
         unlink(qf);
     }
+    /* the types without a packed layout, run from the file layout on every path */
+    const char *unpacked[] = {"IQ4_NL", "IQ4_XS"};
+    for (size_t i = 0; i < sizeof unpacked / sizeof unpacked[0]; i++) {
+        snprintf(qf, sizeof qf, "%s/%s.gguf", dir, unpacked[i]);
+        tokd_err err;
+        CHECK(tokd_quantize_file(src, qf, unpacked[i], 2, NULL, &err) == 0, "quantize %s: %s", unpacked[i], err.msg);
+        check_model(qf);
+        tokd_model *m = tokd_model_load(qf, &err);
+        CHECK(m && m->layers[0].wq.pk == NULL && !strcmp(m->layers[0].wq.tt->name, unpacked[i]), "%s matrices unpacked",
+              unpacked[i]);
+        tokd_model_free(m);
+        unlink(qf);
+    }
     rmdir(dir);
     T_DONE();
 }

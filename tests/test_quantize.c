@@ -8,8 +8,10 @@
  *     one thread (the threaded, chunked path changes nothing);
  *   - the file loads, and its logits on the golden prompts match llama.cpp's golden
  *     logits of the same type: mean KL <= 1e-3 per case, top-1 >= 98 % aggregated.
- * Plus the type-choice rules on real shapes (22 layers, rows of 896), F16 output,
- * thread-count invariance, and errors (unknown type, already-quantized input). */
+ * Every other target matches llama-quantize's file by size and hash, and loads. Plus the
+ * type-choice rules against llama-quantize's per-layer choices (mixes, 70B, experts,
+ * falcon, tied outputs), the fallbacks at rows of 896 and 100, F16 output, thread-count
+ * invariance, and errors (unknown type, already-quantized input). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -204,6 +206,10 @@ static const rule_case RULE_CASES[] = {
     {&FALCON, "Q4_K_M", '8', '4', {"44444444444444444444444444444444", "44444444444444444444444444444444", "66664464464464464464464464466666", "44444444444444444444444444444444", "44444444444444444444444444444444", "44444444444444444444444444444444", "66554454454454454454454454455555"}},
     {&QWEN_TIED, "Q2_K_M", '-', '6', {"222222222222222222222222", "222222222222222222222222", "333333333333333333333333", "333333333333333333333333", "222222222222222222222222", "222222222222222222222222", "333333333333333333333333"}},
     {&QWEN_TIED, "Q4_K_M", '-', '6', {"444444444444444444444444", "444444444444444444444444", "666446446446446446446666", "444444444444444444444444", "444444444444444444444444", "444444444444444444444444", "666446446446446446446666"}},
+    {&TINYLLAMA, "IQ4_NL", '6', 'n', {"nnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnn", "5555555555555555555555", "nnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnn", "55nnnnnnnnnnnnnnnnnnnn"}},
+    {&TINYLLAMA, "IQ4_XS", '6', 'x', {"xxxxxxxxxxxxxxxxxxxxxx", "xxxxxxxxxxxxxxxxxxxxxx", "5555555555555555555555", "xxxxxxxxxxxxxxxxxxxxxx", "xxxxxxxxxxxxxxxxxxxxxx", "xxxxxxxxxxxxxxxxxxxxxx", "55xxxxxxxxxxxxxxxxxxxx"}},
+    {&MOE_8, "IQ4_XS", '6', 'x', {"xxxxxxxx", "88888888", "88888888", "55555555", "xxxxxxxx", "xxxxxxxx", "5xxxxxxx"}},
+    {&QWEN_TIED, "IQ4_NL", '-', '6', {"nnnnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnn", "555nnnnnnnnnnnnnnnnnnnnn"}},
 };
 
 static char type_code(uint32_t t) {
@@ -215,6 +221,8 @@ static char type_code(uint32_t t) {
     case GGML_TYPE_Q6_K: return '6';
     case GGML_TYPE_Q4_0: return '0';
     case GGML_TYPE_Q8_0: return '8';
+    case GGML_TYPE_IQ4_NL: return 'n';
+    case GGML_TYPE_IQ4_XS: return 'x';
     default: return '?';
     }
 }
@@ -278,6 +286,11 @@ static void check_rules(void) {
     CHECK(tokd_qplan_type(&p, "token_embd.weight", 896) == GGML_TYPE_Q8_0, "tied output with rows of 896 -> Q8_0");
     CHECK(tokd_qplan_type(&p, "blk.0.attn_v.weight", 896) == GGML_TYPE_Q8_0, "Q6_K rows of 896 -> Q8_0");
     CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 896) == GGML_TYPE_Q5_0, "Q4_K rows of 896 -> Q5_0");
+    tokd_qplan_init(&p, tokd_qtarget_find("Q3_K_S"), &one, qn, 2);
+    CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 896) == GGML_TYPE_IQ4_NL, "Q3_K rows of 896 -> IQ4_NL");
+    tokd_qplan_init(&p, tokd_qtarget_find("IQ4_XS"), &one, qn, 2);
+    CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 896) == GGML_TYPE_IQ4_NL, "IQ4_XS rows of 896 -> IQ4_NL");
+    CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 100) == GGML_TYPE_F16, "IQ4_XS rows of 100 -> F16");
     tokd_qplan_init(&p, q4k, &one, qn, 2);
     CHECK(tokd_qplan_type(&p, "blk.0.attn_q.weight", 2048) == GGML_TYPE_Q4_K, "plain Q4_K");
     CHECK(tokd_qplan_type(&p, "blk.0.attn_v.weight", 2048) == GGML_TYPE_Q4_K, "plain Q4_K: attn_v too");
@@ -344,14 +357,40 @@ int main(void) {
     tmp_path(a, sizeof a, "F16");
     snprintf(ref, sizeof ref, "%s/models/tiny-llama-F16.gguf", t_shared());
     CHECK(tokd_quantize_file(src, a, "F16", 2, NULL, &err) == 0 && files_equal(a, ref), "F16 byte-identical to llama.cpp's");
-    const char *more[] = {"Q4_1",   "Q5_0",   "Q5_1",   "Q2_K",   "Q3_K",   "Q4_K",   "Q5_K",   "Q6_K",  "Q5_K_M",
-                          "Q2_K_M", "Q3_K_S", "Q3_K_M", "Q3_K_L", "Q4_K_S", "Q5_K_S", "BF16"};
+    /* Every other target: the file llama-quantize (llama.cpp c392e5094) writes for the
+     * same command, by size and FNV-1a hash (checked byte for byte there), and it loads.
+     * The plain K types are tokd's own (no reference). */
+    static const struct {
+        const char *type;
+        size_t size;
+        uint64_t fnv1a;
+    } more[] = {
+        {"Q4_1", 903648, 0x7889a8b6ec9b3492ull},   {"Q5_0", 981472, 0x840884d9f653cae1ull},
+        {"Q5_1", 1059296, 0x73cb461c57eabc9bull},  {"Q6_K", 1146848, 0xf6bc6e92492746dbull},
+        {"Q5_K_M", 1001056, 0x569d9480cd84feb9ull}, {"Q2_K_M", 581600, 0x2f59b72fdfaf008aull},
+        {"Q3_K_S", 660448, 0xb59542ace99378adull}, {"Q3_K_M", 721120, 0xa735ebbc8f71249full},
+        {"Q3_K_L", 770272, 0x2bf9a52e2d835501ull}, {"Q4_K_S", 829920, 0x1cc5363f032ee540ull},
+        {"Q5_K_S", 981472, 0xe50e1036f040e277ull}, {"IQ4_NL", 829920, 0xf3343415e6bd9434ull},
+        {"IQ4_XS", 792032, 0x55241c1cd0f2c066ull}, {"BF16", 2770400, 0xc356408ab201745eull},
+        {"Q2_K", 0, 0},                            {"Q3_K", 0, 0},
+        {"Q4_K", 0, 0},                            {"Q5_K", 0, 0},
+    };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
-        tmp_path(a, sizeof a, more[i]);
-        int rc = tokd_quantize_file(src, a, more[i], 2, NULL, &err);
-        CHECK(rc == 0, "quantize %s: %s", more[i], rc ? err.msg : "");
-        tokd_model *m = rc ? NULL : tokd_model_load(a, &err);
-        CHECK(m != NULL, "%s loads: %s", more[i], m ? "" : err.msg);
+        tmp_path(a, sizeof a, more[i].type);
+        int rc = tokd_quantize_file(src, a, more[i].type, 2, NULL, &err);
+        CHECK(rc == 0, "quantize %s: %s", more[i].type, rc ? err.msg : "");
+        if (rc) continue;
+        if (more[i].size) {
+            size_t n = 0;
+            char *bytes = t_slurp(a, &n);
+            uint64_t h = 0xcbf29ce484222325ull;
+            for (size_t k = 0; bytes && k < n; k++) h = (h ^ (uint8_t)bytes[k]) * 0x100000001b3ull;
+            free(bytes);
+            CHECK(n == more[i].size && h == more[i].fnv1a, "%s: %zu bytes, FNV-1a %016llx; llama.cpp's file: %zu, %016llx",
+                  more[i].type, n, (unsigned long long)h, more[i].size, (unsigned long long)more[i].fnv1a);
+        }
+        tokd_model *m = tokd_model_load(a, &err);
+        CHECK(m != NULL, "%s loads: %s", more[i].type, m ? "" : err.msg);
         tokd_model_free(m);
     }
 

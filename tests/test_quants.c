@@ -54,6 +54,8 @@ static const impls IMPLS[] = {
     {GGML_TYPE_Q4_K, tokd_q4_K_dot_avx2, tokd_q4_K_dot_avx512, tokd_q4_K_dot_avx512vnni},
     {GGML_TYPE_Q5_K, tokd_q5_K_dot_avx2, tokd_q5_K_dot_avx512, tokd_q5_K_dot_avx512vnni},
     {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni},
+    {GGML_TYPE_IQ4_NL, tokd_iq4_nl_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ4_XS, tokd_iq4_xs_dot_avx2, NULL, NULL},
     {GGML_TYPE_Q8_1, NULL, NULL, NULL},
     {GGML_TYPE_Q8_K, NULL, NULL, NULL},
 };
@@ -97,7 +99,9 @@ static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K)
             memcpy(blk, &f, 4);
             break;
         }
-        case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: case GGML_TYPE_Q8_0: put_half(blk, rnd_half()); break;
+        case GGML_TYPE_Q4_0: case GGML_TYPE_Q5_0: case GGML_TYPE_Q8_0: case GGML_TYPE_IQ4_NL: case GGML_TYPE_IQ4_XS:
+            put_half(blk, rnd_half());
+            break;
         case GGML_TYPE_Q4_1: case GGML_TYPE_Q5_1: put_half(blk, rnd_half()), put_half(blk + 2, rnd_half()); break;
         case GGML_TYPE_Q2_K: put_half(blk + 80, rnd_half()), put_half(blk + 82, rnd_half()); break;
         case GGML_TYPE_Q3_K: put_half(blk + 108, rnd_half()); break;
@@ -467,7 +471,8 @@ static void test_roundtrip_error(void) {
         {GGML_TYPE_Q8_1, 0.007, 0.013},  {GGML_TYPE_Q8_K, 0.008, 0.028}, {GGML_TYPE_Q6_K, 0.021, 0.035},
         {GGML_TYPE_Q5_0, 0.05, 0.10},    {GGML_TYPE_Q5_1, 0.045, 0.062}, {GGML_TYPE_Q5_K, 0.042, 0.06},
         {GGML_TYPE_Q4_0, 0.10, 0.19},    {GGML_TYPE_Q4_1, 0.09, 0.125},  {GGML_TYPE_Q4_K, 0.082, 0.115},
-        {GGML_TYPE_Q3_K, 0.175, 0.225},  {GGML_TYPE_Q2_K, 0.34, 0.37},
+        {GGML_TYPE_Q3_K, 0.175, 0.225},  {GGML_TYPE_Q2_K, 0.34, 0.37},   {GGML_TYPE_IQ4_NL, 0.09, 0.14},
+        {GGML_TYPE_IQ4_XS, 0.09, 0.14},
     };
     const int64_t n = 256 * 64;
     rng = 6789;
@@ -556,7 +561,7 @@ static void test_dot_accuracy(void) {
     } B[] = {{GGML_TYPE_F32, 1e-6},  {GGML_TYPE_F16, 5e-4},  {GGML_TYPE_BF16, 3e-3}, {GGML_TYPE_Q8_0, 0.012},
              {GGML_TYPE_Q4_0, 0.12},  {GGML_TYPE_Q4_1, 0.11},  {GGML_TYPE_Q5_0, 0.06}, {GGML_TYPE_Q5_1, 0.055},
              {GGML_TYPE_Q2_K, 0.40},  {GGML_TYPE_Q3_K, 0.21},  {GGML_TYPE_Q4_K, 0.10}, {GGML_TYPE_Q5_K, 0.05},
-             {GGML_TYPE_Q6_K, 0.028}};
+             {GGML_TYPE_Q6_K, 0.028}, {GGML_TYPE_IQ4_NL, 0.10}, {GGML_TYPE_IQ4_XS, 0.11}};
     const int64_t K = 4096;
     const int trials = 64;
     rng = 12345; /* independent of the tests run before */

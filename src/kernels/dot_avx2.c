@@ -242,6 +242,15 @@ A2 static inline __m256i blk_q8_0(const tokd_block_q8_0 *x, const tokd_block_q8_
     __m256i q = loadu(x->qs);
     return dot_us(_mm256_abs_epi8(q), _mm256_sign_epi8(loadu(y->qs), q));
 }
+/* IQ4_NL/IQ4_XS: the nibbles looked up in the table (both 128-bit lanes), then as Q8_0. */
+A2 static inline __m256i iq4_values32(const uint8_t *qs) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)tokd_iq4_values));
+    return _mm256_shuffle_epi8(table, nibbles32(qs));
+}
+A2 static inline __m256i blk_iq4_nl(const tokd_block_iq4_nl *x, const tokd_block_q8_0 *y) {
+    __m256i q = iq4_values32(x->qs);
+    return dot_us(_mm256_abs_epi8(q), _mm256_sign_epi8(loadu(y->qs), q));
+}
 
 /* MIN: whether the term has + mx*sy (x->m and y->s). */
 #define DOT32_AVX2(T, XT, YT, MIN)                                                                   \
@@ -275,6 +284,25 @@ DOT32_AVX2(q4_1, tokd_block_q4_1, tokd_block_q8_1, 1)
 DOT32_AVX2(q5_0, tokd_block_q5_0, tokd_block_q8_0, 0)
 DOT32_AVX2(q5_1, tokd_block_q5_1, tokd_block_q8_1, 1)
 DOT32_AVX2(q8_0, tokd_block_q8_0, tokd_block_q8_0, 0)
+DOT32_AVX2(iq4_nl, tokd_block_iq4_nl, tokd_block_q8_0, 0)
+
+/* IQ4_XS: per super-block, each block's products (|q| x sign(a, q) pairs, exact in int16)
+ * times its scale with madd, summed exactly in int32 lanes. */
+A2 void tokd_iq4_xs_dot_avx2(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_iq4_xs *x = w;
+    const tokd_block_q8_K *y = act;
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) {
+            const __m256i q = iq4_values32(x[b].qs + 16 * j);
+            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(loadu(y[b].qs + 32 * j), q));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16((short)tokd_iq4_xs_scale(&x[b], j))));
+        }
+        sum += tokd_k_term1(h2f(x[b].d), y[b].d, hsum_i32(acc));
+    }
+    *out = sum;
+}
 
 /* ---- K-quants ---------------------------------------------------------------------- */
 

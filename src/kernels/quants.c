@@ -271,41 +271,20 @@ void tokd_q8_1_from_float(const float *src, void *dst, int64_t n) {
 
 /* ---- dot products of the 32-element formats ---- */
 
-void tokd_q4_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const tokd_block_q4_0 *x = w;
-    const tokd_block_q8_0 *y = act;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q4_0_term(&x[b], &y[b]);
-    *out = tokd_reduce8(acc);
-}
-void tokd_q4_1_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const tokd_block_q4_1 *x = w;
-    const tokd_block_q8_1 *y = act;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q4_1_term(&x[b], &y[b]);
-    *out = tokd_reduce8(acc);
-}
-void tokd_q5_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const tokd_block_q5_0 *x = w;
-    const tokd_block_q8_0 *y = act;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q5_0_term(&x[b], &y[b]);
-    *out = tokd_reduce8(acc);
-}
-void tokd_q5_1_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const tokd_block_q5_1 *x = w;
-    const tokd_block_q8_1 *y = act;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q5_1_term(&x[b], &y[b]);
-    *out = tokd_reduce8(acc);
-}
-void tokd_q8_0_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const tokd_block_q8_0 *x = w;
-    const tokd_block_q8_0 *y = act;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_q8_0_term(&x[b], &y[b]);
-    *out = tokd_reduce8(acc);
-}
+/* Block terms into lane b%8 of eight float lanes, then tokd_reduce8. */
+#define DOT32_REF(T, XT, YT)                                                                          \
+    void tokd_##T##_dot_ref(int64_t n, float *out, const void *w, const void *act) {                 \
+        const XT *x = w;                                                                              \
+        const YT *y = act;                                                                            \
+        float acc[8] = {0};                                                                           \
+        for (int64_t b = 0; b < n / TOKD_QK; b++) acc[b & 7] += tokd_##T##_term(&x[b], &y[b]);       \
+        *out = tokd_reduce8(acc);                                                                     \
+    }
+DOT32_REF(q4_0, tokd_block_q4_0, tokd_block_q8_0)
+DOT32_REF(q4_1, tokd_block_q4_1, tokd_block_q8_1)
+DOT32_REF(q5_0, tokd_block_q5_0, tokd_block_q8_0)
+DOT32_REF(q5_1, tokd_block_q5_1, tokd_block_q8_1)
+DOT32_REF(q8_0, tokd_block_q8_0, tokd_block_q8_0)
 
 /* ===== Q8_K: the K-quants' activation format ====================================== */
 
@@ -851,6 +830,138 @@ void tokd_q6_K_dot_ref(int64_t n, float *out, const void *w, const void *act) {
             int sub = 0;
             for (int l = 0; l < 16; l++) sub += q6_value(&x[b], 16 * j + l) * y[b].qs[16 * j + l];
             sumi += x[b].scales[j] * sub;
+        }
+        sum += tokd_k_term1(h2f(x[b].d), y[b].d, sumi);
+    }
+    *out = sum;
+}
+
+/* ===== IQ4_NL / IQ4_XS: x = d * kv[q], 4-bit indices into a non-linear table ======= */
+
+const int8_t tokd_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* The entry of tokd_iq4_values nearest to v (ties to the lower one), by bisection. */
+static int iq4_nearest(float v) {
+    const int8_t *kv = tokd_iq4_values;
+    if (v <= kv[0]) return 0;
+    if (v >= kv[15]) return 15;
+    int lo = 0, hi = 15;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (v < kv[mid]) hi = mid;
+        else lo = mid;
+    }
+    return v - kv[hi - 1] < kv[hi] - v ? hi - 1 : hi;
+}
+
+/* The scale of one block of 32 for the table, as llama.cpp's reference quantiser finds it
+ * without an importance matrix: weights x^2; start from the scale that maps the value of
+ * largest magnitude to the table's end, then try the 15 scales that map it to -134..-120
+ * and keep the weighted least-squares fit that explains most. 0 for a block of zeros. */
+static float iq4_block_scale(const float *x) {
+    const int8_t *kv = tokd_iq4_values;
+    float w[32], amax = 0, max = 0;
+    for (int j = 0; j < 32; j++) {
+        w[j] = x[j] * x[j];
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+    }
+    if (amax < 1e-15f) return 0;
+    float d = -max / kv[0], id = 1 / d, sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; j++) {
+        float q = kv[iq4_nearest(id * x[j])];
+        sumqx += w[j] * q * x[j];
+        sumq2 += w[j] * q * q;
+    }
+    d = sumqx / sumq2;
+    float best = d * sumqx;
+    for (int t = -7; t <= 7; t++) {
+        id = (t + kv[0]) / max;
+        sumqx = sumq2 = 0;
+        for (int j = 0; j < 32; j++) {
+            float q = kv[iq4_nearest(id * x[j])];
+            sumqx += w[j] * q * x[j];
+            sumq2 += w[j] * q * q;
+        }
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) d = sumqx / sumq2, best = d * sumqx;
+    }
+    return d;
+}
+/* 32 values as table indices for scale d (0: index of 0), packed as Q4_0's nibbles. */
+static void iq4_pack(const float *x, float d, uint8_t qs[16]) {
+    const float id = d != 0 ? 1 / d : 0;
+    for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(iq4_nearest(id * x[j]) | iq4_nearest(id * x[j + 16]) << 4);
+}
+
+void tokd_iq4_nl_to_float(const void *src, float *dst, int64_t n) {
+    const tokd_block_iq4_nl *x = src;
+    for (int64_t b = 0; b < n / TOKD_QK; b++, dst += TOKD_QK) {
+        float d = h2f(x[b].d);
+        for (int j = 0; j < 16; j++) {
+            dst[j] = d * tokd_iq4_values[x[b].qs[j] & 0xF];
+            dst[j + 16] = d * tokd_iq4_values[x[b].qs[j] >> 4];
+        }
+    }
+}
+void tokd_iq4_nl_from_float(const float *src, void *dst, int64_t n) {
+    tokd_block_iq4_nl *y = dst;
+    for (int64_t b = 0; b < n / TOKD_QK; b++, src += TOKD_QK) {
+        float d = iq4_block_scale(src);
+        y[b].d = f2h(d);
+        iq4_pack(src, d, y[b].qs);
+    }
+}
+DOT32_REF(iq4_nl, tokd_block_iq4_nl, tokd_block_q8_0)
+
+/* IQ4_XS: eight blocks of 32 with IQ4_NL's indices; block j's scale is d * (ls_j - 32)
+ * (tokd_iq4_xs_scale). */
+void tokd_iq4_xs_to_float(const void *src, float *dst, int64_t n) {
+    const tokd_block_iq4_xs *x = src;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        const float d = h2f(x[b].d);
+        for (int j = 0; j < 8; j++, dst += 32) {
+            const float dl = d * tokd_iq4_xs_scale(&x[b], j);
+            const uint8_t *q = x[b].qs + 16 * j;
+            for (int l = 0; l < 16; l++) {
+                dst[l] = dl * tokd_iq4_values[q[l] & 0xF];
+                dst[l + 16] = dl * tokd_iq4_values[q[l] >> 4];
+            }
+        }
+    }
+}
+/* Each block's scale as IQ4_NL's, then the eight on a six-bit grid of the super-block
+ * scale d = -s/32 (s the block scale of largest magnitude), and the indices again. */
+void tokd_iq4_xs_from_float(const float *src, void *dst, int64_t n) {
+    tokd_block_iq4_xs *y = dst;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++, src += TOKD_QK_K) {
+        float sc[8], amax = 0, max = 0;
+        for (int j = 0; j < 8; j++) {
+            sc[j] = iq4_block_scale(src + 32 * j);
+            if (fabsf(sc[j]) > amax) amax = fabsf(sc[j]), max = sc[j];
+        }
+        const float d = -max / 32, id = d != 0 ? 1 / d : 0;
+        y[b].d = f2h(d);
+        y[b].scales_h = 0;
+        memset(y[b].scales_l, 0, sizeof y[b].scales_l);
+        for (int j = 0; j < 8; j++) {
+            const int l = imax(-32, imin(31, round_even(id * sc[j])));
+            iq4_pack(src + 32 * j, d * l, y[b].qs + 16 * j);
+            y[b].scales_l[j / 2] |= (uint8_t)(((l + 32) & 0xF) << 4 * (j % 2));
+            y[b].scales_h |= (uint16_t)(((l + 32) >> 4) << 2 * j);
+        }
+    }
+}
+void tokd_iq4_xs_dot_ref(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_iq4_xs *x = w;
+    const tokd_block_q8_K *y = act;
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        int32_t sumi = 0;
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *q = x[b].qs + 16 * j;
+            const int8_t *a = y[b].qs + 32 * j;
+            int32_t sub = 0;
+            for (int l = 0; l < 16; l++) sub += tokd_iq4_values[q[l] & 0xF] * a[l] + tokd_iq4_values[q[l] >> 4] * a[l + 16];
+            sumi += tokd_iq4_xs_scale(&x[b], j) * sub;
         }
         sum += tokd_k_term1(h2f(x[b].d), y[b].d, sumi);
     }

@@ -22,9 +22,13 @@
  *   Q6_K         element e = 128h + 32s + l: low 4 bits from ql[64h + l + 32(s&1)]
  *                (low nibble for s<2, high for s>=2), high 2 bits at bits 2s of
  *                qh[32h + l]; value minus 32; int8 scales[e/16].
+ *   IQ4_NL       Q4_0's nibbles, each an index into tokd_iq4_values (x = d * value).
+ *   IQ4_XS       eight IQ4_NL blocks of 32 (qs[16j..16j+15] for elements 32j..32j+31)
+ *                under one fp16 d, with six-bit block scales minus 32 (see quants.c).
  *
  * Activation formats (the `vec_dot_type` of a row): Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 (which
- * carries d*sum(qs)) for Q4_1/Q5_1, Q8_K (float scale, 16-element sums) for the K-quants,
+ * carries d*sum(qs)) for Q4_1/Q5_1, Q8_K (float scale, 16-element sums) for the K-quants
+ * and IQ4_XS (Q8_0 for IQ4_NL),
  * as ggml chooses, and quantised with ggml's CPU rounding so that results match
  * llama.cpp's closely. */
 #ifndef TOKD_KERNELS_QUANTS_H
@@ -50,6 +54,8 @@ typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } tokd_b
 typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } tokd_block_q5_K;
 typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } tokd_block_q6_K;
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } tokd_block_q8_K;
+typedef struct { uint16_t d; uint8_t qs[16]; } tokd_block_iq4_nl;
+typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } tokd_block_iq4_xs;
 
 _Static_assert(sizeof(tokd_block_q4_0) == 18, "q4_0 layout");
 _Static_assert(sizeof(tokd_block_q4_1) == 20, "q4_1 layout");
@@ -63,6 +69,8 @@ _Static_assert(sizeof(tokd_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(tokd_block_q5_K) == 176, "q5_K layout");
 _Static_assert(sizeof(tokd_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(tokd_block_q8_K) == 292, "q8_K layout");
+_Static_assert(sizeof(tokd_block_iq4_nl) == 18, "iq4_nl layout");
+_Static_assert(sizeof(tokd_block_iq4_xs) == 136, "iq4_xs layout");
 
 /* Scale and min j (0..7) of a Q4_K/Q5_K block's 12 packed bytes: j<4 in the low 6 bits
  * of bytes j and j+4; j>=4 in the nibbles of byte j+4 plus the top 2 bits of bytes j-4
@@ -98,6 +106,8 @@ TOKD_QUANT_SCALAR(q3_K)
 TOKD_QUANT_SCALAR(q4_K)
 TOKD_QUANT_SCALAR(q5_K)
 TOKD_QUANT_SCALAR(q6_K)
+TOKD_QUANT_SCALAR(iq4_nl)
+TOKD_QUANT_SCALAR(iq4_xs)
 #undef TOKD_QUANT_SCALAR
 void tokd_q8_1_to_float(const void *src, float *dst, int64_t n);
 void tokd_q8_1_from_float(const float *src, void *dst, int64_t n);
@@ -152,6 +162,18 @@ static inline int32_t tokd_q5_1_isum(const tokd_block_q5_1 *x, const tokd_block_
     }
     return s;
 }
+/* IQ4_NL's table of 16 values (llama.cpp's kvalues_iq4nl). */
+extern const int8_t tokd_iq4_values[16];
+static inline int32_t tokd_iq4_nl_isum(const tokd_block_iq4_nl *x, const tokd_block_q8_0 *y) {
+    int32_t s = 0;
+    for (int j = 0; j < 16; j++) s += tokd_iq4_values[x->qs[j] & 0xF] * y->qs[j] + tokd_iq4_values[x->qs[j] >> 4] * y->qs[j + 16];
+    return s;
+}
+/* IQ4_XS block j's scale minus 32: six bits, the low four in scales_l (nibble j%2 of
+ * byte j/2), the high two at bits 2j of scales_h. */
+static inline int tokd_iq4_xs_scale(const tokd_block_iq4_xs *x, int j) {
+    return (((x->scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | (((x->scales_h >> 2 * j) & 3) << 4)) - 32;
+}
 static inline int32_t tokd_q8_0_isum(const tokd_block_q8_0 *x, const tokd_block_q8_0 *y) {
     int32_t s = 0;
     for (int j = 0; j < 32; j++) s += x->qs[j] * y->qs[j];
@@ -173,6 +195,9 @@ static inline float tokd_q5_1_term(const tokd_block_q5_1 *x, const tokd_block_q8
 }
 static inline float tokd_q8_0_term(const tokd_block_q8_0 *x, const tokd_block_q8_0 *y) {
     return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_q8_0_isum(x, y);
+}
+static inline float tokd_iq4_nl_term(const tokd_block_iq4_nl *x, const tokd_block_q8_0 *y) {
+    return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_iq4_nl_isum(x, y);
 }
 #undef TOKD_H2F
 /* Fixed reduction trees: eight lanes (the 32-element formats: block b goes to lane b%8)
@@ -213,6 +238,7 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
 TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
+TOKD_DOT_DECL(iq4_nl, avx2) TOKD_DOT_DECL(iq4_xs, avx2) /* dot_avx2.c; the AVX-512 paths use these */
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \

@@ -73,6 +73,8 @@ static tokd_type_traits table[] = {
     QROW(GGML_TYPE_Q4_K, "Q4_K", 256, tokd_block_q4_K, GGML_TYPE_Q8_K, tokd_q4_K_to_float, tokd_q4_K_from_float, tokd_q4_K_dot_ref),
     QROW(GGML_TYPE_Q5_K, "Q5_K", 256, tokd_block_q5_K, GGML_TYPE_Q8_K, tokd_q5_K_to_float, tokd_q5_K_from_float, tokd_q5_K_dot_ref),
     QROW(GGML_TYPE_Q6_K, "Q6_K", 256, tokd_block_q6_K, GGML_TYPE_Q8_K, tokd_q6_K_to_float, tokd_q6_K_from_float, tokd_q6_K_dot_ref),
+    QROW(GGML_TYPE_IQ4_NL, "IQ4_NL", 32, tokd_block_iq4_nl, GGML_TYPE_Q8_0, tokd_iq4_nl_to_float, tokd_iq4_nl_from_float, tokd_iq4_nl_dot_ref),
+    QROW(GGML_TYPE_IQ4_XS, "IQ4_XS", 256, tokd_block_iq4_xs, GGML_TYPE_Q8_K, tokd_iq4_xs_to_float, tokd_iq4_xs_from_float, tokd_iq4_xs_dot_ref),
     QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
 #undef QROW
@@ -103,7 +105,8 @@ static const simd_row simd_rows[] = {
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
-    QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),
+    QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),    {.id = GGML_TYPE_IQ4_NL, .avx2 = tokd_iq4_nl_dot_avx2},
+    {.id = GGML_TYPE_IQ4_XS, .avx2 = tokd_iq4_xs_dot_avx2},
 };
 #undef FLOAT_SIMD
 #undef QUANT_SIMD

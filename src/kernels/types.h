@@ -14,8 +14,8 @@
  * `vec_dot_ref` is the portable scalar reference the SIMD paths are tested against.
  *
  * The rows (quants.h has the block layouts): F32, F16, BF16 (activations F32); Q4_0,
- * Q5_0, Q8_0 (activations Q8_0); Q4_1, Q5_1 (activations Q8_1); Q2_K..Q6_K (activations
- * Q8_K); and Q8_1, Q8_K themselves. Every SIMD vec_dot is bit-equal to vec_dot_ref, so
+ * Q5_0, Q8_0, IQ4_NL (activations Q8_0); Q4_1, Q5_1 (activations Q8_1); Q2_K..Q6_K and
+ * IQ4_XS (activations Q8_K); and Q8_1, Q8_K themselves. Every SIMD vec_dot is bit-equal to vec_dot_ref, so
  * the selected path never changes a result. For Q8_0 and Q8_1, from_float quantises as
  * ggml's CPU backend does activations; tokd_q8_0_from_float_ref (quants.h) is the
  * byte-exact llama.cpp file quantiser for Q8_0 weights. Every other from_float is
