@@ -238,7 +238,8 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
 TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
-TOKD_DOT_DECL(iq4_nl, avx2) TOKD_DOT_DECL(iq4_xs, avx2) /* dot_avx2.c; the AVX-512 paths use these */
+#define TOKD_DOT_IQ4(ISA) TOKD_DOT_DECL(iq4_nl, ISA) TOKD_DOT_DECL(iq4_xs, ISA)
+TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \
@@ -253,7 +254,8 @@ TOKD_DOT_PART(avx2) TOKD_DOT_PART(avx512)
 /* four activation rows at once (see tokd_vec_dot4_fn), dot_avx512.c */
 #define TOKD_DOT4_DECL(T, ISA) \
     void tokd_##T##_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
-#define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA)
+#define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA) \
+    TOKD_DOT4_DECL(iq4_nl, ISA) TOKD_DOT4_DECL(iq4_xs, ISA)
 TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
 TOKD_DOT4_DECL(f32, avx512) TOKD_DOT4_DECL(f16, avx512) TOKD_DOT4_DECL(bf16, avx512) /* and dot_avx2.c: */
 TOKD_DOT4_DECL(f32, avx2) TOKD_DOT4_DECL(f16, avx2) TOKD_DOT4_DECL(bf16, avx2)

@@ -118,6 +118,16 @@ TGT static inline __m512i S(pair_q8_0)(const tokd_block_q8_0 *x, const tokd_bloc
     __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
     return DPBUSD(_mm512_setzero_si512(), _mm512_abs_epi8(q), sa);
 }
+/* IQ4_NL: the nibbles looked up in the table (vpshufb, each 128-bit lane), then as Q8_0. */
+TGT static inline __m512i S(iq4_values2)(const uint8_t *qa, const uint8_t *qb) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)tokd_iq4_values));
+    return _mm512_shuffle_epi8(table, S(nibbles2)(qa, qb));
+}
+TGT static inline __m512i S(pair_iq4_nl)(const tokd_block_iq4_nl *x, const tokd_block_q8_0 *y) {
+    __m512i q = S(iq4_values2)(x[0].qs, x[4].qs), a = S(load2x256)(y[0].qs, y[4].qs);
+    __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), _mm512_setzero_si512(), a);
+    return DPBUSD(_mm512_setzero_si512(), _mm512_abs_epi8(q), sa);
+}
 
 #define DOT32_512(T, XT, YT, MIN)                                                                  \
     TGT void FN(T)(int64_t n, float *out, const void *w, const void *act) {                       \
@@ -155,6 +165,7 @@ DOT32_512(q4_1, tokd_block_q4_1, tokd_block_q8_1, 1)
 DOT32_512(q5_0, tokd_block_q5_0, tokd_block_q8_0, 0)
 DOT32_512(q5_1, tokd_block_q5_1, tokd_block_q8_1, 1)
 DOT32_512(q8_0, tokd_block_q8_0, tokd_block_q8_0, 0)
+DOT32_512(iq4_nl, tokd_block_iq4_nl, tokd_block_q8_0, 0)
 
 /* ---- K-quants ---- */
 
@@ -380,6 +391,29 @@ TGT void FN(q6_K)(int64_t n, float *out, const void *w, const void *act) {
 
 /* ---- four activation rows at once (prefill): the weight side is unpacked once; each
  * output is computed exactly as by the single-row function above (bit-equal). ---- */
+/* IQ4_XS: two blocks of 32 a vector (nibbles2 order is element order), each lane's sum
+ * times its block's scale, exact in int32. */
+TGT void FN(iq4_xs)(int64_t n, float *out, const void *w, const void *act) {
+    const tokd_block_iq4_xs *x = w;
+    const tokd_block_q8_K *y = act;
+    const __m512i zero = _mm512_setzero_si512();
+    float sum = 0;
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m512i acc = zero;
+#pragma GCC unroll 4
+        for (int j = 0; j < 8; j += 2) {
+            const __m512i q = S(iq4_values2)(x[b].qs + 16 * j, x[b].qs + 16 * j + 16);
+            const __m512i a = _mm512_loadu_si512((const void *)(y[b].qs + 32 * j));
+            const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(q), zero, a);
+            const __m512i sc = _mm512_mask_set1_epi32(_mm512_set1_epi32(tokd_iq4_xs_scale(&x[b], j)), 0xFF00,
+                                                      tokd_iq4_xs_scale(&x[b], j + 1));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(DPBUSD(zero, _mm512_abs_epi8(q), sa), sc));
+        }
+        sum += tokd_k_term1(_cvtsh_ss(x[b].d), y[b].d, S(hsum512)(acc));
+    }
+    *out = sum;
+}
+
 #define FN4(T) CAT(CAT(tokd_, T), CAT(_dot4_, SFX))
 
 TGT void FN4(q4_0)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
@@ -419,46 +453,83 @@ TGT void FN4(q4_0)(int64_t n, float out[4], const void *w, const void *act, size
     }
 }
 
-TGT void FN4(q8_0)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
-    const tokd_block_q8_0 *x = w;
-    const uint8_t *a0 = act;
-    const int64_t nb = n / TOKD_QK;
-    static const uint16_t iyd[32] = HB_IDX8(sizeof(tokd_block_q8_0), 0);
+/* Formats whose weights are signed bytes (Q8_0, IQ4_NL after the table lookup): |q| as u8
+ * times the activations with q's sign; VALS2(xb, j) gives blocks j and j+4. */
+#define Q8_0_VALS2(xb, j) S(load2x256)((xb)[j].qs, (xb)[(j) + 4].qs)
+#define IQ4_NL_VALS2(xb, j) S(iq4_values2)((xb)[j].qs, (xb)[(j) + 4].qs)
+#define DOT4_SIGNED(T, XT, VALS2)                                                                          \
+    TGT void FN4(T)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {              \
+        const XT *x = w;                                                                                   \
+        const uint8_t *a0 = act;                                                                           \
+        const int64_t nb = n / TOKD_QK;                                                                    \
+        static const uint16_t ixd[32] = HB_IDX8(sizeof(XT), 0), iyd[32] = HB_IDX8(sizeof(tokd_block_q8_0), 0); \
+        const __m512i zero = _mm512_setzero_si512();                                                       \
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()}; \
+        int64_t b = 0;                                                                                     \
+        for (; b + 8 <= nb; b += 8) {                                                                      \
+            const XT *xb = x + b;                                                                          \
+            __m512i aq[4];                                                                                 \
+            __mmask64 neg[4];                                                                              \
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                          \
+                __m512i q = VALS2(xb, j);                                                                  \
+                aq[j] = _mm512_abs_epi8(q);                                                                \
+                neg[j] = _mm512_movepi8_mask(q);                                                           \
+            }                                                                                              \
+            __m256 dx = S(halves8_blocks)(xb, sizeof *xb, ixd, HB_MASK(sizeof(XT), 0));                    \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                          \
+                const tokd_block_q8_0 *yb = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride) + b;        \
+                __m512i p[4];                                                                              \
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {                                      \
+                    __m512i a = S(load2x256)(yb[j].qs, yb[j + 4].qs);                                      \
+                    p[j] = DPBUSD(zero, aq[j], _mm512_mask_sub_epi8(a, neg[j], zero, a));                  \
+                }                                                                                          \
+                __m256i P = S(hsum_4x16)(p[0], p[1], p[2], p[3]);                                          \
+                __m256 dd = _mm256_mul_ps(dx, S(halves8_blocks)(yb, sizeof *yb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0))); \
+                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));                  \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int r = 0; r < 4; r++) {                                                                      \
+            const tokd_block_q8_0 *y = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride);                 \
+            float s[8];                                                                                    \
+            _mm256_storeu_ps(s, acc[r]);                                                                   \
+            for (int64_t t = b; t < nb; t++) s[t & 7] += tokd_##T##_term(x + t, y + t);                    \
+            out[r] = tokd_reduce8(s);                                                                      \
+        }                                                                                                  \
+    }
+DOT4_SIGNED(q8_0, tokd_block_q8_0, Q8_0_VALS2)
+DOT4_SIGNED(iq4_nl, tokd_block_iq4_nl, IQ4_NL_VALS2)
+#undef DOT4_SIGNED
+#undef Q8_0_VALS2
+#undef IQ4_NL_VALS2
+
+/* IQ4_XS, four activation rows: each pair of blocks looked up once. */
+TGT void FN4(iq4_xs)(int64_t n, float out[4], const void *w, const void *act, size_t stride) {
+    const tokd_block_iq4_xs *x = w;
     const __m512i zero = _mm512_setzero_si512();
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8) {
-        const tokd_block_q8_0 *xb = x + b;
-        __m512i aq[4];
-        __mmask64 neg[4];
+    float sum[4] = {0, 0, 0, 0};
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        __m512i acc[4] = {zero, zero, zero, zero};
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            __m512i q = S(load2x256)(xb[j].qs, xb[j + 4].qs);
-            aq[j] = _mm512_abs_epi8(q);
-            neg[j] = _mm512_movepi8_mask(q);
-        }
-        __m256 dx = S(halves8_blocks)(xb, sizeof *xb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0));
+        for (int j = 0; j < 8; j += 2) {
+            const __m512i q = S(iq4_values2)(x[b].qs + 16 * j, x[b].qs + 16 * j + 16), aq = _mm512_abs_epi8(q);
+            const __mmask64 neg = _mm512_movepi8_mask(q);
+            const __m512i sc = _mm512_mask_set1_epi32(_mm512_set1_epi32(tokd_iq4_xs_scale(&x[b], j)), 0xFF00,
+                                                      tokd_iq4_xs_scale(&x[b], j + 1));
 #pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) {
-            const tokd_block_q8_0 *yb = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride) + b;
-            __m512i p[4];
-    #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-                __m512i a = S(load2x256)(yb[j].qs, yb[j + 4].qs);
-                p[j] = DPBUSD(zero, aq[j], _mm512_mask_sub_epi8(a, neg[j], zero, a));
+            for (int r = 0; r < 4; r++) {
+                const tokd_block_q8_K *y = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * stride) + b;
+                const __m512i a = _mm512_loadu_si512((const void *)(y->qs + 32 * j));
+                const __m512i p = DPBUSD(zero, aq, _mm512_mask_sub_epi8(a, neg, zero, a));
+                acc[r] = _mm512_add_epi32(acc[r], _mm512_mullo_epi32(p, sc));
             }
-            __m256i P = S(hsum_4x16)(p[0], p[1], p[2], p[3]);
-            __m256 dd = _mm256_mul_ps(dx, S(halves8_blocks)(yb, sizeof *yb, iyd, HB_MASK(sizeof(tokd_block_q8_0), 0)));
-            acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(P)));
+        }
+        const float dx = _cvtsh_ss(x[b].d);
+        for (int r = 0; r < 4; r++) {
+            const tokd_block_q8_K *y = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * stride) + b;
+            sum[r] += tokd_k_term1(dx, y->d, S(hsum512)(acc[r]));
         }
     }
-    for (int r = 0; r < 4; r++) {
-        const tokd_block_q8_0 *y = (const tokd_block_q8_0 *)(a0 + (size_t)r * stride);
-        float s[8];
-        _mm256_storeu_ps(s, acc[r]);
-        for (int64_t t = b; t < nb; t++) s[t & 7] += tokd_q8_0_term(x + t, y + t);
-        out[r] = tokd_reduce8(s);
-    }
+    for (int r = 0; r < 4; r++) out[r] = sum[r];
 }
 
 /* The four rows' float terms, as tokd_k_term2 / tokd_k_term1 lane by lane. */

@@ -105,8 +105,7 @@ static const simd_row simd_rows[] = {
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
-    QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),    {.id = GGML_TYPE_IQ4_NL, .avx2 = tokd_iq4_nl_dot_avx2},
-    {.id = GGML_TYPE_IQ4_XS, .avx2 = tokd_iq4_xs_dot_avx2},
+    QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),    QUANT_SIMD4(GGML_TYPE_IQ4_NL, iq4_nl), QUANT_SIMD4(GGML_TYPE_IQ4_XS, iq4_xs),
 };
 #undef FLOAT_SIMD
 #undef QUANT_SIMD
