@@ -90,6 +90,7 @@ void tokd_qplan_init(tokd_qplan *p, const tokd_qtarget *t, const tokd_qmodel *m,
     memset(p, 0, sizeof *p);
     p->t = t;
     p->m = *m;
+    p->output_type = p->embd_type = TOKD_QTYPE_NONE;
     for (uint64_t i = 0; i < n_names; i++) {
         if (strstr(names[i], "attn_v.weight") || strstr(names[i], "attn_qkv.weight") || strstr(names[i], "attn_kv_b.weight"))
             p->n_attn_v++;
@@ -192,12 +193,13 @@ static uint32_t fit_rows(uint32_t t, uint64_t ne0) {
     return ne0 % blck_of(t) ? GGML_TYPE_F16 : t;
 }
 
-uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
+/* The rules and fallbacks, for a quantized target without --pure. */
+static uint32_t rule_type(tokd_qplan *p, const char *name, uint64_t ne0) {
     uint32_t t = p->t->base;
-    if (!type_is_quantized(t)) return t;
     if (!strcmp(name, "output.weight") || (!p->has_output && !strcmp(name, "token_embd.weight")))
-        return fit_rows(output_type(p, ne0), ne0);
-    if (p->t->plain || !strcmp(name, "token_embd.weight")) return fit_rows(t, ne0);
+        return fit_rows(p->output_type != TOKD_QTYPE_NONE ? p->output_type : output_type(p, ne0), ne0);
+    if (!strcmp(name, "token_embd.weight")) return fit_rows(p->embd_type != TOKD_QTYPE_NONE ? p->embd_type : t, ne0);
+    if (p->t->plain) return fit_rows(t, ne0);
     if (strstr(name, "attn_v.weight")) {
         t = attn_v_type(p, t);
         p->i_attn_v++;
@@ -216,4 +218,13 @@ uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
         t = attn_qkv_type(p, t);
     }
     return fit_rows(t, ne0);
+}
+
+uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
+    uint32_t t = p->t->base;
+    if (!p->pure && type_is_quantized(t)) t = rule_type(p, name, ne0);
+    if (t == TOKD_QTYPE_NO_LAYER) return t;
+    if (p->embd_type != TOKD_QTYPE_NONE && !strcmp(name, "token_embd.weight")) t = p->embd_type;
+    if (p->output_type != TOKD_QTYPE_NONE && !strcmp(name, "output.weight")) t = p->output_type;
+    return t;
 }

@@ -79,12 +79,24 @@ typedef struct {
 /* Reads tokd_qmodel from a file's metadata; missing keys leave 0 (or n_head). */
 int tokd_qmodel_read(const gguf_file *f, tokd_qmodel *m, tokd_err *err);
 
-/* Per-file state of the type choice. */
+/* No override (tokd_qplan's output_type / embd_type). */
+#define TOKD_QTYPE_NONE UINT32_MAX
+
+/* Per-file state of the type choice. After tokd_qplan_init the caller may set the
+ * overrides, as llama-quantize's options of the same names:
+ *   pure (--pure): no rules at all, every converted tensor in the target's type (no
+ *     fallback either: rows that do not fit are an error of the conversion);
+ *   output_type (--output-tensor-type): the output's type, in place of its rule; also
+ *     output.weight's type after the rules and fallbacks;
+ *   embd_type (--token-embedding-type): token_embd.weight's type likewise.
+ * The overrides apply to F32/F16/BF16 targets too. */
 typedef struct {
     const tokd_qtarget *t;
     tokd_qmodel m;
     int n_attn_v, i_attn_v, i_ffn_down;
     bool has_output, is_70b, is_falcon;
+    bool pure;
+    uint32_t output_type, embd_type;
 } tokd_qplan;
 
 /* names: every tensor name of the file in file order (to count attn_v tensors and see

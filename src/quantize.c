@@ -102,9 +102,35 @@ static int cmp_tensor_order(const void *a, const void *b, void *names) {
     return strcmp(x, y);
 }
 
+/* A type name given for an override: one tokd can write. */
+static int override_type(const char *what, const char *name, uint32_t *out, tokd_err *err) {
+    *out = TOKD_QTYPE_NONE;
+    if (!name) return 0;
+    for (uint32_t id = 0; id < GGML_TYPE_MAX_ID; id++) {
+        const char *tn = ggml_type_name(id);
+        const tokd_type_traits *tt = tokd_type_get(id);
+        if (tn && !strcasecmp(tn, name) && tt && tt->from_float && id != GGML_TYPE_Q8_1 && id != GGML_TYPE_Q8_K) {
+            *out = id;
+            return 0;
+        }
+    }
+    return tokd_seterr(err, "%s: unknown or unsupported type '%s'", what, name);
+}
+
 int tokd_quantize_file(const char *in, const char *out, const char *type_name, int n_threads, FILE *log, tokd_err *err) {
+    return tokd_quantize_file_opts(in, out, type_name, NULL, n_threads, log, err);
+}
+
+int tokd_quantize_file_opts(const char *in, const char *out, const char *type_name, const tokd_quantize_opts *opts,
+                            int n_threads, FILE *log, tokd_err *err) {
+    const tokd_quantize_opts none = {0};
+    if (!opts) opts = &none;
     const tokd_qtarget *target = tokd_qtarget_find(type_name);
     if (!target) return tokd_seterr(err, "unknown type '%s' (supported: %s)", type_name, tokd_qtarget_list());
+    uint32_t output_type, embd_type;
+    if (override_type("--output-tensor-type", opts->output_type, &output_type, err) ||
+        override_type("--token-embedding-type", opts->embd_type, &embd_type, err))
+        return -1;
     gguf_file *f = gguf_open(in, err);
     if (!f) return -1;
     int rc = -1;
@@ -131,6 +157,9 @@ int tokd_quantize_file(const char *in, const char *out, const char *type_name, i
     if (tokd_qmodel_read(f, &model, err)) goto done;
     tokd_qplan plan;
     tokd_qplan_init(&plan, target, &model, (const char *const *)names, n);
+    plan.pure = opts->pure;
+    plan.output_type = output_type;
+    plan.embd_type = embd_type;
 
     for (uint64_t i = 0; i < f->n_kv; i++) {
         const gguf_kv *kv = &f->kv[i];
@@ -157,12 +186,23 @@ int tokd_quantize_file(const char *in, const char *out, const char *type_name, i
                 goto done;
             }
             if (want != t->type) {
-                if (type_is_quantized(t->type)) {
-                    tokd_seterr(err, "tensor '%s' is already quantized (%s): tokd quantize needs F32, F16 or BF16 input",
+                if (type_is_quantized(t->type) && !opts->allow_requantize) {
+                    tokd_seterr(err,
+                                "tensor '%s' is already quantized (%s): tokd quantize needs F32, F16 or BF16 input "
+                                "(or --allow-requantize)",
                                 names[i], ggml_type_name(t->type));
                     goto done;
                 }
+                if (!tokd_type_get(t->type)) {
+                    tokd_seterr(err, "tensor '%s': cannot read type %s", names[i], ggml_type_name(t->type));
+                    goto done;
+                }
                 const tokd_type_traits *tt = tokd_type_get(want);
+                if (t->ne[0] % tt->blck) {
+                    tokd_seterr(err, "tensor '%s': rows of %llu are not a multiple of %s's block of %u", names[i],
+                                (unsigned long long)t->ne[0], tt->name, tt->blck);
+                    goto done;
+                }
                 uint64_t elems = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
                 o->type = want;
                 o->nbytes = elems / tt->blck * tt->bytes;

@@ -33,7 +33,18 @@ int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int
 /* Quantise one row with the file quantiser of `type` (F32/F16/BF16 too). */
 void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n);
 
+/* llama-quantize's options (see tokd_qplan for the first three). Type names as
+ * ggml_type_name gives them (case-insensitive); NULL: none. */
+typedef struct {
+    bool pure;
+    const char *output_type, *embd_type;
+    bool allow_requantize; /* quantized tensors are dequantised and converted, not refused */
+} tokd_quantize_opts;
+
 /* `tokd quantize`: in -> out with target type_name. log: per-tensor lines (or NULL). */
 int tokd_quantize_file(const char *in, const char *out, const char *type_name, int n_threads, FILE *log, tokd_err *err);
+/* The same with options (NULL: all off). */
+int tokd_quantize_file_opts(const char *in, const char *out, const char *type_name, const tokd_quantize_opts *opts,
+                            int n_threads, FILE *log, tokd_err *err);
 
 #endif

@@ -8,7 +8,9 @@
  *     one thread (the threaded, chunked path changes nothing);
  *   - the file loads, and its logits on the golden prompts match llama.cpp's golden
  *     logits of the same type: mean KL <= 1e-3 per case, top-1 >= 98 % aggregated.
- * Every other target matches llama-quantize's file by size and hash, and loads. Plus the
+ * Every other target, and llama-quantize's options (--pure, --output-tensor-type,
+ * --token-embedding-type, --allow-requantize), match llama-quantize's files by size and
+ * hash, and the targets' files load. Plus the
  * type-choice rules against llama-quantize's per-layer choices (mixes, 70B, experts,
  * falcon, tied outputs), the fallbacks at rows of 896 and 100, F16 output, thread-count
  * invariance, and errors (unknown type, already-quantized input). */
@@ -35,6 +37,16 @@ static bool files_equal(const char *a, const char *b) {
     free(x);
     free(y);
     return eq;
+}
+
+/* FNV-1a (64-bit) of a file's bytes, and its size in *n (0 if unreadable). */
+static uint64_t file_fnv1a(const char *path, size_t *n) {
+    *n = 0;
+    char *bytes = t_slurp(path, n);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; bytes && k < *n; k++) h = (h ^ (uint8_t)bytes[k]) * 0x100000001b3ull;
+    free(bytes);
+    return h;
 }
 
 /* Tensor by tensor against llama.cpp's file and against the reference quantiser. */
@@ -382,10 +394,7 @@ int main(void) {
         if (rc) continue;
         if (more[i].size) {
             size_t n = 0;
-            char *bytes = t_slurp(a, &n);
-            uint64_t h = 0xcbf29ce484222325ull;
-            for (size_t k = 0; bytes && k < n; k++) h = (h ^ (uint8_t)bytes[k]) * 0x100000001b3ull;
-            free(bytes);
+            const uint64_t h = file_fnv1a(a, &n);
             CHECK(n == more[i].size && h == more[i].fnv1a, "%s: %zu bytes, FNV-1a %016llx; llama.cpp's file: %zu, %016llx",
                   more[i].type, n, (unsigned long long)h, more[i].size, (unsigned long long)more[i].fnv1a);
         }
@@ -393,6 +402,47 @@ int main(void) {
         CHECK(m != NULL, "%s loads: %s", more[i].type, m ? "" : err.msg);
         tokd_model_free(m);
     }
+
+    /* llama-quantize's options: the same files as llama-quantize writes with them */
+    static const struct {
+        const char *src, *type;
+        tokd_quantize_opts opts;
+        size_t size;
+        uint64_t fnv1a;
+    } with_opts[] = {
+        {"tiny-llama-f32.gguf", "Q4_K_M", {.pure = true}, 792032, 0xafb7cd6ffc22345full},
+        {"tiny-llama-f32.gguf", "Q4_K_M", {.output_type = "q8_0"}, 895584, 0xca9e8717274f3c40ull},
+        {"tiny-llama-f32.gguf", "IQ4_XS", {.embd_type = "q6_k"}, 829920, 0xb46d0d2823729cd6ull},
+        {"tiny-llama-f32.gguf", "F16", {.output_type = "q4_0"}, 2581984, 0x8412f7e0a2ebd5acull},
+        {"tiny-llama-Q8_0.gguf", "Q4_K_M", {.allow_requantize = true}, 863840, 0x491e5ca8c77f6f0aull},
+        {"tiny-qwen2-F16.gguf", "Q4_K_M", {.output_type = "q5_0"}, 818112, 0x1caaee346b08c3a8ull}, /* tied output */
+        {"stories260K.gguf", "Q4_K_M", {0}, 304096, 0x1233da4eeaedbafbull}, /* rows of 64 and 172: the fallbacks */
+    };
+    for (size_t i = 0; i < sizeof with_opts / sizeof with_opts[0]; i++) {
+        char in[512];
+        snprintf(in, sizeof in, "%s/models/%s", t_shared(), with_opts[i].src);
+        tmp_path(a, sizeof a, "opts");
+        int rc = tokd_quantize_file_opts(in, a, with_opts[i].type, &with_opts[i].opts, 2, NULL, &err);
+        CHECK(rc == 0, "options case %zu: %s", i, rc ? err.msg : "");
+        size_t n = 0;
+        const uint64_t h = rc ? 0 : file_fnv1a(a, &n);
+        CHECK(n == with_opts[i].size && h == with_opts[i].fnv1a, "options case %zu (%s from %s): %zu bytes, %016llx", i,
+              with_opts[i].type, with_opts[i].src, n, (unsigned long long)h);
+        unlink(a);
+    }
+    tmp_path(a, sizeof a, "bad");
+    const tokd_quantize_opts bad_type = {.output_type = "Q9_9"}, q8_1 = {.embd_type = "Q8_1"};
+    CHECK(tokd_quantize_file_opts(src, a, "Q4_0", &bad_type, 2, NULL, &err) != 0 && strstr(err.msg, "Q9_9"),
+          "unknown override type: %s", err.msg);
+    CHECK(tokd_quantize_file_opts(src, a, "Q4_0", &q8_1, 2, NULL, &err) != 0 && strstr(err.msg, "Q8_1"),
+          "activation-only type refused as an override: %s", err.msg);
+    CHECK(access(a, F_OK) != 0, "no output after a refused option");
+    const tokd_quantize_opts pure = {.pure = true};
+    char stories[512];
+    snprintf(stories, sizeof stories, "%s/models/stories260K.gguf", t_shared());
+    CHECK(tokd_quantize_file_opts(stories, a, "Q4_K_M", &pure, 2, NULL, &err) != 0 && strstr(err.msg, "not a multiple"),
+          "--pure has no fallback for rows of 64: %s", err.msg);
+    CHECK(access(a, F_OK) != 0, "no partial output after rows that do not fit");
 
     /* errors */
     tmp_path(a, sizeof a, "bad");

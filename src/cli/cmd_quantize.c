@@ -1,7 +1,8 @@
-/* cmd_quantize.c — `tokd quantize IN.gguf OUT.gguf TYPE [-t N] [-q]`: convert a model's
- * F32/F16/BF16 weights to TYPE (a type or a mix; see src/quant_plan.h for the rules),
- * copying all metadata and setting general.file_type as llama.cpp does. Per-tensor
- * lines go to stderr unless -q. */
+/* cmd_quantize.c — `tokd quantize IN.gguf OUT.gguf TYPE [-t N] [-q] [--pure]
+ * [--output-tensor-type T] [--token-embedding-type T] [--allow-requantize]`: convert a
+ * model's F32/F16/BF16 weights to TYPE (a type or a mix; see src/quant_plan.h for the
+ * rules), copying all metadata and setting general.file_type as llama.cpp does. The
+ * options are llama-quantize's (src/quantize.h). Per-tensor lines go to stderr unless -q. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +33,14 @@ int cmd_quantize(int argc, char **argv) {
     positional p = {0};
     long n_threads = 0;
     bool quiet = false;
-    const cli_option opts[] = {CLI_THREADS(&n_threads), CLI_QUIET(&quiet), CLI_REST(add_positional, &p)};
+    tokd_quantize_opts qo = {0};
+    const cli_option opts[] = {CLI_THREADS(&n_threads),
+                               CLI_QUIET(&quiet),
+                               CLI_FLAG("--pure", NULL, &qo.pure),
+                               CLI_STR("--output-tensor-type", NULL, &qo.output_type),
+                               CLI_STR("--token-embedding-type", NULL, &qo.embd_type),
+                               CLI_FLAG("--allow-requantize", NULL, &qo.allow_requantize),
+                               CLI_REST(add_positional, &p)};
     if (cli_parse("quantize", argc, argv, opts)) return 2;
     if (p.n != 3) {
         fprintf(stderr, "tokd quantize: need IN.gguf OUT.gguf TYPE (types: %s)\n", tokd_qtarget_list());
@@ -47,7 +55,7 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     tokd_err err;
-    if (tokd_quantize_file(p.arg[0], p.arg[1], p.arg[2], (int)n_threads, quiet ? NULL : stderr, &err)) {
+    if (tokd_quantize_file_opts(p.arg[0], p.arg[1], p.arg[2], &qo, (int)n_threads, quiet ? NULL : stderr, &err)) {
         fprintf(stderr, "tokd quantize: %s\n", err.msg);
         return 1;
     }
