@@ -42,8 +42,7 @@ const char *tokd_qtarget_list(void) {
            "Q5_K_S Q5_K_M IQ4_NL IQ4_XS";
 }
 
-static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
-bool tokd_qtarget_is_quantized(const tokd_qtarget *t) { return type_is_quantized(t->base); }
+bool tokd_type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
 
 /* ---- the model's facts ------------------------------------------------------------- */
 
@@ -222,7 +221,7 @@ static uint32_t rule_type(tokd_qplan *p, const char *name, uint64_t ne0) {
 
 uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0) {
     uint32_t t = p->t->base;
-    if (!p->pure && type_is_quantized(t)) t = rule_type(p, name, ne0);
+    if (!p->pure && tokd_type_is_quantized(t)) t = rule_type(p, name, ne0);
     if (t == TOKD_QTYPE_NO_LAYER) return t;
     if (p->embd_type != TOKD_QTYPE_NONE && !strcmp(name, "token_embd.weight")) t = p->embd_type;
     if (p->output_type != TOKD_QTYPE_NONE && !strcmp(name, "output.weight")) t = p->output_type;

@@ -65,7 +65,8 @@ typedef struct {
 const tokd_qtarget *tokd_qtarget_find(const char *name);
 /* "F32 F16 BF16 Q8_0 ..." — for error messages and usage lines. */
 const char *tokd_qtarget_list(void);
-bool tokd_qtarget_is_quantized(const tokd_qtarget *t);
+/* Whether a GGML type is a quantized one (not F32, F16 or BF16). */
+bool tokd_type_is_quantized(uint32_t type);
 
 /* What the rules need to know of the model. */
 typedef struct {

@@ -9,8 +9,6 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 
-static bool type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
-
 void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n) {
     if (type == GGML_TYPE_Q8_0) {
         tokd_q8_0_from_float_ref(src, dst, n);
@@ -44,7 +42,7 @@ static void qjob_run(void *arg, int ith, int nth) {
 int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
                              tokd_row_fill_fn fill, void *ctx, tokd_err *err) {
     const tokd_type_traits *tt = tokd_type_get(type);
-    if (!tt || (type_is_quantized(type) && !tt->from_float))
+    if (!tt || (tokd_type_is_quantized(type) && !tt->from_float))
         return tokd_seterr(err, "cannot quantise to type %s", ggml_type_name(type));
     if (n_per_row % tt->blck)
         return tokd_seterr(err, "row length %lld is not a multiple of %s's block of %u", (long long)n_per_row, tt->name, tt->blck);
@@ -186,7 +184,7 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
                 goto done;
             }
             if (want != t->type) {
-                if (type_is_quantized(t->type) && !opts->allow_requantize) {
+                if (tokd_type_is_quantized(t->type) && !opts->allow_requantize) {
                     tokd_seterr(err,
                                 "tensor '%s' is already quantized (%s): tokd quantize needs F32, F16 or BF16 input "
                                 "(or --allow-requantize)",
