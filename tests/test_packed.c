@@ -209,6 +209,7 @@ static void extreme_row(uint32_t type, uint8_t *row, int64_t K) {
         switch (type) {
         case GGML_TYPE_Q8_0: memset(b + 2, 0x80, 32), memcpy(b, one, 2); break;
         case GGML_TYPE_Q4_0:
+        case GGML_TYPE_IQ4_NL:
         case GGML_TYPE_Q5_0: memcpy(b, one, 2); break;
         case GGML_TYPE_Q4_1:
         case GGML_TYPE_Q5_1: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, m */
@@ -285,6 +286,14 @@ int main(void) {
         }
     }
     CHECK(!simd || tokd_packed_get_any(GGML_TYPE_Q4_0)->group_rows == 32, "AVX-512 Q4_0 packs 32 rows a group");
+    /* IQ4_NL is packed on AVX-512 VNNI only (its nibbles through a table lookup) */
+    {
+        const tokd_packed_traits *pk = tokd_packed_get_any(GGML_TYPE_IQ4_NL);
+        CHECK((pk != NULL) == simd && !tokd_packed_get_avx2(GGML_TYPE_IQ4_NL), "IQ4_NL packed %s on the %s path",
+              pk ? "offered" : "not offered", tokd_kernels_path());
+        if (pk) check_type(GGML_TYPE_IQ4_NL, pk, pool2);
+        if (pk) check_extremes(GGML_TYPE_IQ4_NL, pk);
+    }
     /* an AVX-512 VNNI CPU runs an AVX-512 kernel for every type (Q6_K, Q3_K and Q2_K's
        need GFNI too; packed.c), Q4_1 and Q5_1 included */
     for (int i = 0; simd && i < n_types; i++) {

@@ -421,6 +421,7 @@ static float block32_ref_dot(int64_t K, const uint8_t *row, size_t block_bytes, 
 static int32_t q4_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q4_0_isum(x, y); }
 static int32_t q5_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q5_0_isum(x, y); }
 static int32_t q8_0_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_q8_0_isum(x, y); }
+static int32_t iq4_nl_isum(const void *x, const tokd_block_q8_0 *y) { return tokd_iq4_nl_isum(x, y); }
 static float q4_0_ref_dot(int64_t K, const void *row, const void *act) {
     return block32_ref_dot(K, row, sizeof(tokd_block_q4_0), act, q4_0_isum);
 }
@@ -429,6 +430,9 @@ static float q5_0_ref_dot(int64_t K, const void *row, const void *act) {
 }
 static float q8_0_ref_dot(int64_t K, const void *row, const void *act) {
     return block32_ref_dot(K, row, sizeof(tokd_block_q8_0), act, q8_0_isum);
+}
+static float iq4_nl_ref_dot(int64_t K, const void *row, const void *act) {
+    return block32_ref_dot(K, row, sizeof(tokd_block_iq4_nl), act, iq4_nl_isum);
 }
 
 /* Q4_1's and Q5_1's contract (packed.h) from file-layout rows, whose blocks start with
@@ -476,6 +480,9 @@ static const tokd_packed_traits PACKED[] = {
      TOKD_PK_BIAS_S, 16},
     {GGML_TYPE_Q5_1, q5_1_group_bytes, act_bytes, q4_1_prep, q5_1_pack, tokd_packed_q5_1_gemm_avx512vnni, q5_1_ref_dot,
      TOKD_PK_BIAS_S, 16},
+    /* IQ4_NL: Q4_0's bytes, Q8_0's activation rows (packed.h) */
+    {GGML_TYPE_IQ4_NL, q4_0_group_bytes, act_bytes, q8_0_prep, q4_0_pack, tokd_packed_iq4_nl_gemm_avx512vnni,
+     iq4_nl_ref_dot, 128, 16},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

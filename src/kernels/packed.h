@@ -26,6 +26,9 @@
  *         corrections are 0);
  *   Q5_0: Q4_0's 4 vectors, then one of fifth bits: byte 4L+i, bit
  *         2c+h = the fifth bit of row L's weight 16h+4c+i (offset 16; packed.c).
+ * IQ4_NL (AVX-512 VNNI only): Q4_0's layout and bytes (its nibbles are table indices),
+ * and Q8_0's activation rows (corrections -128 * the quant sums); the kernel looks the
+ * nibbles up as table value + 128.
  * Q4_1 keeps no pairs: block b at b * 320, five whole lines: the 16
  * rows' fp16 d, their 16 fp16 m (one line), then Q4_0's 4 vectors (nibbles 0..15).
  * Q5_1 likewise at b * 384: Q4_1's block, then a fifth-bit vector as Q5_0's.
@@ -81,7 +84,7 @@
  * ref_dot computes it from an unpacked row): out = 0; for each block b in order:
  *   out = fmaf(dx_b * dy_b, (float)isum_b, out)
  * with isum_b the exact integer dot product of the block's signed weights (q - 8 for
- * Q4_0, q - 16 for Q5_0) and activation quants. This differs from the unpacked
+ * Q4_0, q - 16 for Q5_0, the table value for IQ4_NL) and activation quants. This differs from the unpacked
  * vec_dot's order, so a matrix is either packed for every product or for none: batch
  * invariance holds because decode and prefill both go through packed_gemm.
  * Q4_1 and Q5_1 the same with a min term after each block's: out = fmaf(dx_b * dy_b,
@@ -313,6 +316,8 @@ void tokd_packed_q4_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q5_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_iq4_nl_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                        const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q2_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q3_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

@@ -60,14 +60,24 @@ TGT INLINE __m512i shift16(__m512i v, int n) {
 
 /* The block layouts of the 32-weight types (packed.h). Q4_1 and Q5_1 ("min" kinds)
  * keep no pairs: each block is whole lines, its 16 d and 16 m in the first. */
-enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1 };
+enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1, PK_IQ4_NL };
 #define PK_BLOCK_BYTES(kind)                                                                                       \
-    ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18                  \
+    ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 || (kind) == PK_IQ4_NL ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18 \
      : (kind) == PK_Q4_1 ? 16 * 20 : (kind) == PK_Q5_1 ? 16 * 24 : 16 * 22)
 /* Kinds with a min term per block (sums start at 0; the prepared row's last words are s) */
 #define PK_MINS(kind) ((kind) == PK_Q4_1 || (kind) == PK_Q5_1)
 /* Kinds whose nibbles take a fifth bit from a vector after them (q5_0_merge) */
 #define PK_FIFTH(kind) ((kind) == PK_Q5_0 || (kind) == PK_Q5_1)
+
+/* IQ4_NL: Q4_0's nibbles are indices into tokd_iq4_values; the kernels look them up as
+ * the values plus 128 (unsigned bytes for vpdpbusd; the prepared row's corrections are
+ * -128 * the quant sums, as Q8_0's). */
+static const uint8_t iq4_values_plus128[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+TGT INLINE void iq4_lookup(__m512i wv[8]) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4_values_plus128));
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) wv[k] = _mm512_shuffle_epi8(table, wv[k]);
+}
 
 /* Q5_0: the fifth bits (high-bit vector hv: bit 2c + h of byte i in lane L is that of row
  * L's weight 16h + 4c + i) moved to bit 4 of the nibbles of wv[c] (h = 0) and wv[c + 4]
@@ -101,6 +111,7 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
         if (PK_FIFTH(kind)) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
+        if (kind == PK_IQ4_NL) iq4_lookup(wv);
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
@@ -163,7 +174,7 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
 
 /* Vectors per block after its scales (and mins): Q4_0 and Q4_1 4 of nibble pairs, Q5_0
  * and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
-#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 ? 4 : 5)
+#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 || (kind) == PK_IQ4_NL ? 4 : 5)
 
 /* One block of one activation row: raw holds the block's PK_VECTORS weight vectors as
  * stored, sc its 16 fp16 scales, mc (min kinds) its 16 fp16 mins. */
@@ -178,6 +189,7 @@ TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, __m256i
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw[c], 4), m4);
         }
         if (PK_FIFTH(kind)) q5_0_merge(wv, raw[4]);
+        if (kind == PK_IQ4_NL) iq4_lookup(wv);
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = raw[g];
@@ -375,6 +387,7 @@ PK_GEMM_ENTRY(tokd_packed_q8_0_gemm_avx512vnni, PK_Q8_0)
 PK_GEMM_ENTRY(tokd_packed_q5_0_gemm_avx512vnni, PK_Q5_0)
 PK_GEMM_ENTRY(tokd_packed_q4_1_gemm_avx512vnni, PK_Q4_1)
 PK_GEMM_ENTRY(tokd_packed_q5_1_gemm_avx512vnni, PK_Q5_1)
+PK_GEMM_ENTRY(tokd_packed_iq4_nl_gemm_avx512vnni, PK_IQ4_NL)
 
 /* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
  * Q8_0 activation quantiser (amax, q = round-to-even(x * 127/amax) within [-127, 127],
