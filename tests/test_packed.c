@@ -28,7 +28,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
     const tokd_type_traits *tt = tokd_type_get(type), *at = tokd_type_get(tt->vec_dot_type);
     /* K-quants: K in super-blocks of 256 */
     const int kquant = type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
-                       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+                       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K || type == GGML_TYPE_IQ4_XS;
     /* 4096, 4128: an even and an odd block count (decode's aligned block pairs, and groups
        that start off the line); 4096 also spans several 4 KB pages per group, which
        decode primes ahead (packed.h) */
@@ -210,6 +210,7 @@ static void extreme_row(uint32_t type, uint8_t *row, int64_t K) {
         case GGML_TYPE_Q8_0: memset(b + 2, 0x80, 32), memcpy(b, one, 2); break;
         case GGML_TYPE_Q4_0:
         case GGML_TYPE_IQ4_NL:
+        case GGML_TYPE_IQ4_XS: /* and its block scales all 31 */
         case GGML_TYPE_Q5_0: memcpy(b, one, 2); break;
         case GGML_TYPE_Q4_1:
         case GGML_TYPE_Q5_1: memcpy(b, one, 2), memcpy(b + 2, one, 2); break; /* d, m */
@@ -286,13 +287,15 @@ int main(void) {
         }
     }
     CHECK(!simd || tokd_packed_get_any(GGML_TYPE_Q4_0)->group_rows == 32, "AVX-512 Q4_0 packs 32 rows a group");
-    /* IQ4_NL is packed on AVX-512 VNNI only (its nibbles through a table lookup) */
-    {
-        const tokd_packed_traits *pk = tokd_packed_get_any(GGML_TYPE_IQ4_NL);
-        CHECK((pk != NULL) == simd && !tokd_packed_get_avx2(GGML_TYPE_IQ4_NL), "IQ4_NL packed %s on the %s path",
+    /* IQ4_NL and IQ4_XS are packed on AVX-512 VNNI only (their nibbles through a table
+       lookup) */
+    const uint32_t iq4_types[] = {GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
+    for (int i = 0; i < 2; i++) {
+        const tokd_packed_traits *pk = tokd_packed_get_any(iq4_types[i]);
+        CHECK((pk != NULL) == simd && !tokd_packed_get_avx2(iq4_types[i]), "type %u packed %s on the %s path", iq4_types[i],
               pk ? "offered" : "not offered", tokd_kernels_path());
-        if (pk) check_type(GGML_TYPE_IQ4_NL, pk, pool2);
-        if (pk) check_extremes(GGML_TYPE_IQ4_NL, pk);
+        if (pk) check_type(iq4_types[i], pk, pool2);
+        if (pk) check_extremes(iq4_types[i], pk);
     }
     /* an AVX-512 VNNI CPU runs an AVX-512 kernel for every type (Q6_K, Q3_K and Q2_K's
        need GFNI too; packed.c), Q4_1 and Q5_1 included */

@@ -435,6 +435,56 @@ static float iq4_nl_ref_dot(int64_t K, const void *row, const void *act) {
     return block32_ref_dot(K, row, sizeof(tokd_block_iq4_nl), act, iq4_nl_isum);
 }
 
+/* ---- IQ4_XS (AVX-512 VNNI): blocks of 32 as Q4_1's, whole lines without pairs; line 0
+ * the 16 rows' fp16 d (of their super-block), then their int8 block scales (the file's
+ * six bits minus 32), then 16 bytes of zeros; then Q4_0's 4 vectors of the block's
+ * nibbles. Activation rows: Q8_K's quantiser (as the file layout's), laid out as Q8_0's
+ * prepared rows with each block's scale the super-block's d and corrections -128 * the
+ * block's quant sum. Contract: out = fmaf((d * ls_b) * dy, (float)isum_b, out) per block
+ * of 32 in order, isum_b exact. */
+static void iq4_xs_prep(const float *x, void *dst, int64_t K) {
+    const int64_t nb = K / QK;
+    uint8_t *qs = dst;
+    float *dy = (float *)(qs + nb * QK);
+    int32_t *corr = (int32_t *)(dy + nb);
+    tokd_block_q8_K blk;
+    for (int64_t B = 0; B < K / TOKD_QK_K; B++) {
+        tokd_q8_K_quantize(x + B * TOKD_QK_K, &blk, TOKD_QK_K);
+        memcpy(qs + B * TOKD_QK_K, blk.qs, TOKD_QK_K);
+        for (int j = 0; j < 8; j++) {
+            dy[8 * B + j] = blk.d;
+            corr[8 * B + j] = -128 * ((int32_t)blk.bsums[2 * j] + blk.bsums[2 * j + 1]);
+        }
+    }
+}
+static void iq4_xs_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
+    for (int64_t b = 0; b < K / QK; b++) {
+        uint8_t *blk = (uint8_t *)dst + (size_t)b * Q4_1_BLOCK_BYTES, *v = blk + 64;
+        memset(blk, 0, 64);
+        for (int L = 0; L < TOKD_PACK_ROWS; L++) {
+            const tokd_block_iq4_xs *x = (const tokd_block_iq4_xs *)((const uint8_t *)rows + (size_t)L * row_bytes) + b / 8;
+            memcpy(blk + 2 * L, &x->d, 2);
+            blk[32 + L] = (uint8_t)(int8_t)tokd_iq4_xs_scale(x, (int)(b % 8));
+            for (int c = 0; c < 4; c++) memcpy(v + 64 * c + 4 * L, x->qs + 16 * (b % 8) + 4 * c, 4);
+        }
+    }
+}
+static float iq4_xs_ref_dot(int64_t K, const void *row, const void *act) {
+    const tokd_block_iq4_xs *x = row;
+    const tokd_block_q8_K *y = act;
+    float out = 0.0f;
+    for (int64_t B = 0; B < K / TOKD_QK_K; B++)
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *q = x[B].qs + 16 * j;
+            const int8_t *a = y[B].qs + 32 * j;
+            int32_t isum = 0;
+            for (int l = 0; l < 16; l++) isum += tokd_iq4_values[q[l] & 0xF] * a[l] + tokd_iq4_values[q[l] >> 4] * a[l + 16];
+            const float dx = tokd_f16_to_f32(x[B].d) * (float)tokd_iq4_xs_scale(&x[B], j);
+            out = fmaf(dx * y[B].d, (float)isum, out);
+        }
+    return out;
+}
+
 /* Q4_1's and Q5_1's contract (packed.h) from file-layout rows, whose blocks start with
  * fp16 d and m, block_bytes apart, and Q8_1 activation blocks, whose s is the prepared
  * row's. */
@@ -483,6 +533,8 @@ static const tokd_packed_traits PACKED[] = {
     /* IQ4_NL: Q4_0's bytes, Q8_0's activation rows (packed.h) */
     {GGML_TYPE_IQ4_NL, q4_0_group_bytes, act_bytes, q8_0_prep, q4_0_pack, tokd_packed_iq4_nl_gemm_avx512vnni,
      iq4_nl_ref_dot, 128, 16},
+    {GGML_TYPE_IQ4_XS, q4_1_group_bytes, act_bytes, iq4_xs_prep, iq4_xs_pack, tokd_packed_iq4_xs_gemm_avx512vnni,
+     iq4_xs_ref_dot, 0, 16},
 };
 
 /* AVX2 without AVX-512 VNNI, with AVX-VNNI or not (Q8_0 with signed quants:

@@ -29,6 +29,10 @@
  * IQ4_NL (AVX-512 VNNI only): Q4_0's layout and bytes (its nibbles are table indices),
  * and Q8_0's activation rows (corrections -128 * the quant sums); the kernel looks the
  * nibbles up as table value + 128.
+ * IQ4_XS (AVX-512 VNNI only): blocks of 32 at b * 320 as Q4_1's, line 0 the 16 rows' fp16
+ * d and int8 block scales (packed.c, iq4_xs_pack), then Q4_0's vectors, looked up as
+ * IQ4_NL's; activation rows from Q8_K's quantiser, each block with its super-block's d
+ * (packed.c, iq4_xs_prep). Its contract is packed.c's iq4_xs_ref_dot.
  * Q4_1 keeps no pairs: block b at b * 320, five whole lines: the 16
  * rows' fp16 d, their 16 fp16 m (one line), then Q4_0's 4 vectors (nibbles 0..15).
  * Q5_1 likewise at b * 384: Q4_1's block, then a fifth-bit vector as Q5_0's.
@@ -317,6 +321,8 @@ void tokd_packed_q4_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w
 void tokd_packed_q5_1_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_iq4_nl_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
+                                        const void *act, size_t as, float *y, int64_t ldy);
+void tokd_packed_iq4_xs_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                         const void *act, size_t as, float *y, int64_t ldy);
 void tokd_packed_q2_K_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
                                       const void *act, size_t as, float *y, int64_t ldy);

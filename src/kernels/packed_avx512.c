@@ -60,12 +60,16 @@ TGT INLINE __m512i shift16(__m512i v, int n) {
 
 /* The block layouts of the 32-weight types (packed.h). Q4_1 and Q5_1 ("min" kinds)
  * keep no pairs: each block is whole lines, its 16 d and 16 m in the first. */
-enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1, PK_IQ4_NL };
+enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1, PK_IQ4_NL, PK_IQ4_XS };
 #define PK_BLOCK_BYTES(kind)                                                                                       \
     ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 || (kind) == PK_IQ4_NL ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18 \
-     : (kind) == PK_Q4_1 ? 16 * 20 : (kind) == PK_Q5_1 ? 16 * 24 : 16 * 22)
+     : (kind) == PK_Q4_1 || (kind) == PK_IQ4_XS ? 16 * 20 : (kind) == PK_Q5_1 ? 16 * 24 : 16 * 22)
 /* Kinds with a min term per block (sums start at 0; the prepared row's last words are s) */
 #define PK_MINS(kind) ((kind) == PK_Q4_1 || (kind) == PK_Q5_1)
+/* Kinds whose blocks are whole lines, without pairs: line 0 the block's scale data */
+#define PK_WHOLE(kind) (PK_MINS(kind) || (kind) == PK_IQ4_XS)
+/* Kinds whose nibbles are indices into tokd_iq4_values */
+#define PK_IQ4(kind) ((kind) == PK_IQ4_NL || (kind) == PK_IQ4_XS)
 /* Kinds whose nibbles take a fifth bit from a vector after them (q5_0_merge) */
 #define PK_FIFTH(kind) ((kind) == PK_Q5_0 || (kind) == PK_Q5_1)
 
@@ -77,6 +81,11 @@ TGT INLINE void iq4_lookup(__m512i wv[8]) {
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4_values_plus128));
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) wv[k] = _mm512_shuffle_epi8(table, wv[k]);
+}
+/* IQ4_XS's block scales from line 0 of a block (packed.h): the 16 rows' fp16 d times their
+ * int8 block scales (the file's six bits minus 32); exact in float. */
+TGT INLINE __m512 iq4_xs_scales(__m256i d, __m128i ls) {
+    return _mm512_mul_ps(_mm512_cvtph_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(ls)));
 }
 
 /* Q5_0: the fifth bits (high-bit vector hv: bit 2c + h of byte i in lane L is that of row
@@ -100,7 +109,7 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
     const int x32 = kind == PK_Q4_0X32;
     const uint8_t *q = w + (x32 ? (size_t)b * block_bytes + 64 + 256 * (size_t)half : tokd_pk_vectors_at(b, nb, block_bytes));
     const uint8_t *scales = w + (x32 ? (size_t)b * block_bytes + 32 * (size_t)half : tokd_pk_scales_at(b, block_bytes));
-    if (PK_MINS(kind)) /* whole blocks: scales and mins, then the vectors */
+    if (PK_WHOLE(kind)) /* whole blocks: scale data, then the vectors */
         q = w + (size_t)b * block_bytes + 64, scales = w + (size_t)b * block_bytes;
     if (kind != PK_Q8_0) {
         const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -111,11 +120,13 @@ TGT INLINE __m512 block_weights(int kind, const uint8_t *w, int64_t b, int64_t n
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
         if (PK_FIFTH(kind)) q5_0_merge(wv, _mm512_loadu_si512(q + 256));
-        if (kind == PK_IQ4_NL) iq4_lookup(wv);
+        if (PK_IQ4(kind)) iq4_lookup(wv);
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = _mm512_loadu_si512(q + 64 * g);
     }
+    if (kind == PK_IQ4_XS)
+        return iq4_xs_scales(_mm256_loadu_si256((const __m256i *)scales), _mm_loadu_si128((const __m128i *)(scales + 32)));
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)scales));
 }
 
@@ -174,7 +185,8 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
 
 /* Vectors per block after its scales (and mins): Q4_0 and Q4_1 4 of nibble pairs, Q5_0
  * and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
-#define PK_VECTORS(kind) ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 || (kind) == PK_IQ4_NL ? 4 : 5)
+#define PK_VECTORS(kind) \
+    ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 || PK_IQ4(kind) ? 4 : 5)
 
 /* One block of one activation row: raw holds the block's PK_VECTORS weight vectors as
  * stored, sc its 16 fp16 scales, mc (min kinds) its 16 fp16 mins. */
@@ -189,12 +201,14 @@ TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, __m256i
             wv[c + 4] = _mm512_and_si512(_mm512_srli_epi16(raw[c], 4), m4);
         }
         if (PK_FIFTH(kind)) q5_0_merge(wv, raw[4]);
-        if (kind == PK_IQ4_NL) iq4_lookup(wv);
+        if (PK_IQ4(kind)) iq4_lookup(wv);
     } else {
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) wv[g] = raw[g];
     }
     if (PK_MINS(kind)) return block_row(kind, wv, _mm512_cvtph_ps(sc), _mm512_cvtph_ps(mc), a, b, nb, acc);
+    if (kind == PK_IQ4_XS) /* sc: the d, mc: the block scales */
+        return block_row(kind, wv, iq4_xs_scales(sc, _mm256_castsi256_si128(mc)), _mm512_setzero_ps(), a, b, nb, acc);
     const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
     const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(sc), _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
@@ -213,7 +227,7 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
     __m512 acc = _mm512_setzero_ps();
     __m512i raw[8];
     int64_t b = 0;
-    if (PK_MINS(kind)) { /* no pairs: line 0 the block's scales and mins, then its vectors */
+    if (PK_WHOLE(kind)) { /* no pairs: line 0 the block's scale data, then its vectors */
         for (; b < nb; b++, w += bb) {
             tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, bb);
             for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
@@ -388,6 +402,7 @@ PK_GEMM_ENTRY(tokd_packed_q5_0_gemm_avx512vnni, PK_Q5_0)
 PK_GEMM_ENTRY(tokd_packed_q4_1_gemm_avx512vnni, PK_Q4_1)
 PK_GEMM_ENTRY(tokd_packed_q5_1_gemm_avx512vnni, PK_Q5_1)
 PK_GEMM_ENTRY(tokd_packed_iq4_nl_gemm_avx512vnni, PK_IQ4_NL)
+PK_GEMM_ENTRY(tokd_packed_iq4_xs_gemm_avx512vnni, PK_IQ4_XS)
 
 /* Activation row preparation (packed.h), the same bytes as tokd_packed_prep_ref: the
  * Q8_0 activation quantiser (amax, q = round-to-even(x * 127/amax) within [-127, 127],
