@@ -58,8 +58,9 @@ TGT INLINE __m512i shift16(__m512i v, int n) {
     return n > 0 ? _mm512_slli_epi16(v, n) : n < 0 ? _mm512_srli_epi16(v, -n) : v;
 }
 
-/* The block layouts of the 32-weight types (packed.h). Q4_1 and Q5_1 ("min" kinds)
- * keep no pairs: each block is whole lines, its 16 d and 16 m in the first. */
+/* The block layouts of the 32-weight types (packed.h). Q4_1 and Q5_1 ("min" kinds) and
+ * IQ4_XS keep no pairs: each block is whole lines, its scale data in the first (16 d and
+ * 16 m; IQ4_XS: 16 d and 16 int8 block scales). */
 enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1, PK_IQ4_NL, PK_IQ4_XS };
 #define PK_BLOCK_BYTES(kind)                                                                                       \
     ((kind) == PK_Q8_0 ? 16 * 34 : (kind) == PK_Q4_0 || (kind) == PK_IQ4_NL ? 16 * 18 : (kind) == PK_Q4_0X32 ? 32 * 18 \
@@ -73,9 +74,10 @@ enum { PK_Q8_0, PK_Q4_0, PK_Q5_0, PK_Q4_0X32, PK_Q4_1, PK_Q5_1, PK_IQ4_NL, PK_IQ
 /* Kinds whose nibbles take a fifth bit from a vector after them (q5_0_merge) */
 #define PK_FIFTH(kind) ((kind) == PK_Q5_0 || (kind) == PK_Q5_1)
 
-/* IQ4_NL: Q4_0's nibbles are indices into tokd_iq4_values; the kernels look them up as
- * the values plus 128 (unsigned bytes for vpdpbusd; the prepared row's corrections are
- * -128 * the quant sums, as Q8_0's). */
+/* IQ4_NL and IQ4_XS: Q4_0's nibbles are indices into tokd_iq4_values (these bytes are
+ * those values plus 128; test_packed holds the kernels to the contract); the kernels look
+ * them up as unsigned bytes for vpdpbusd, and the prepared row's corrections are -128 *
+ * the quant sums, as Q8_0's. */
 static const uint8_t iq4_values_plus128[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
 TGT INLINE void iq4_lookup(__m512i wv[8]) {
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)iq4_values_plus128));
@@ -183,13 +185,14 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * with prefetchnta (packed.h says why), and prime pages 16 KB ahead, not page_prime.h's
  * 4 (TOKD_PK_DECODE_PRIME_SKIP, packed.h). */
 
-/* Vectors per block after its scales (and mins): Q4_0 and Q4_1 4 of nibble pairs, Q5_0
- * and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
+/* Vectors per block after its scales (and mins): Q4_0, Q4_1 and the IQ4 kinds 4 of nibble
+ * pairs, Q5_0 and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
 #define PK_VECTORS(kind) \
     ((kind) == PK_Q8_0 ? 8 : (kind) == PK_Q4_0 || (kind) == PK_Q4_1 || PK_IQ4(kind) ? 4 : 5)
 
 /* One block of one activation row: raw holds the block's PK_VECTORS weight vectors as
- * stored, sc its 16 fp16 scales, mc (min kinds) its 16 fp16 mins. */
+ * stored, sc its 16 fp16 scales, mc (min kinds) its 16 fp16 mins (IQ4_XS: sc the 16 d,
+ * mc's low 16 bytes the int8 block scales). */
 TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, __m256i mc, const uint8_t *a, int64_t b,
                                int64_t nb, __m512 acc) {
     __m512i wv[8];
