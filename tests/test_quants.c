@@ -551,6 +551,44 @@ static void test_activation_rounding(void) {
     CHECK(k.qs[40] == -127 && k.d > 0, "q8_K negative max -> -127");
 }
 
+/* F16 weights' activation rows (types.h: act_convert): each element rounded to the
+ * nearest F16, ties to even, subnormal halves and overflow to infinity included, kept as
+ * F32; the AVX2 form gives the scalar one's bits, and the F16 row selects one of them. */
+static void test_f16_activation_rows(void) {
+    enum { N = 4096 + 5 };
+    float *x = malloc(sizeof(float) * N), *want = malloc(sizeof(float) * N), *got = malloc(sizeof(float) * N);
+    const float special[] = {1.0f + 0x1p-11f,  1.0f + 0x3p-11f, -1.0f - 0x1p-11f, 65504.0f, 65519.0f, 65520.0f,
+                             -65520.0f,        0x1p-24f,        0x1p-25f,         0x3p-26f, 0x1p-14f, 0x1.ffcp-15f,
+                             -0.0f,            INFINITY,        -INFINITY,        1e-30f};
+    const size_t n_special = sizeof special / sizeof special[0];
+    for (int i = 0; i < N; i++)
+        x[i] = (size_t)i < n_special ? special[i] : t_rand_gauss(&rng) * (float)exp((t_rand_unit(&rng) - 0.5) * 40);
+    tokd_f16_round_row(x, want, N);
+    /* ties to even: 1 + 2^-11 lies halfway between 1 and 1 + 2^-10 */
+    CHECK(want[0] == 1.0f && want[1] == 1.0f + 0x1p-9f && want[2] == -1.0f, "F16 rounding ties to even: %a %a %a", want[0],
+          want[1], want[2]);
+    CHECK(want[3] == 65504.0f && want[4] == 65504.0f && isinf(want[5]) && isinf(want[6]) && want[6] < 0,
+          "F16 rounding at the top of the range: %g %g %g %g", want[3], want[4], want[5], want[6]);
+    CHECK(want[7] == 0x1p-24f && want[8] == 0.0f && want[9] == 0x1p-24f && want[10] == 0x1p-14f && want[11] == 0x1p-14f,
+          "F16 rounding of subnormal halves: %a %a %a %a %a", want[7], want[8], want[9], want[10], want[11]);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += want[i] != tokd_f16_to_f32(tokd_f32_to_f16(x[i])) && !(want[i] == 0 && x[i] == 0);
+    CHECK(bad == 0, "F16 activation rounding is the conversion's round trip (%d differ)", bad);
+    const tokd_type_traits *t = tokd_type_get(GGML_TYPE_F16);
+    CHECK(t->act_convert == tokd_f16_round_row || t->act_convert == tokd_f16_round_row_avx2,
+          "F16 rows convert their activations");
+    CHECK(tokd_type_get(GGML_TYPE_F32)->act_convert == NULL, "F32 rows take their activations as they are");
+    if (have_avx2()) {
+        for (int n = 0; n <= 19; n++) { /* every tail length, and the vector body */
+            memset(got, 0, sizeof(float) * N);
+            tokd_f16_round_row_avx2(x + n, got, N - n);
+            CHECK(memcmp(got, want + n, sizeof(float) * (size_t)(N - n)) == 0, "AVX2 F16 activation rounding (offset %d)",
+                  n);
+        }
+    }
+    free(x), free(want), free(got);
+}
+
 /* Quantised dot product (weights and activations quantised) vs the exact dot product of
  * the original Gaussian data: RMS over 64 pairs of the error relative to the typical
  * magnitude of such a dot product, |w||x|/sqrt(K). That error is about the weight
@@ -716,6 +754,7 @@ int main(void) {
     test_dot_rows();
     test_roundtrip_error();
     test_activation_rounding();
+    test_f16_activation_rows();
     test_q8_K_quantize();
     test_dot_accuracy();
     test_golden_models();

@@ -90,6 +90,17 @@ A2 static inline __m256i fifth_bits32(const uint8_t *qh) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
+/* ---- activation rows of F16 weights, rounded to F16 (tokd_type_traits.act_convert) -- */
+
+/* F16C's conversion rounds to nearest even (imm 0), as tokd_f32_to_f16 does, subnormal
+ * halves included. */
+A2 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n) {
+    float *y = dst;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0)));
+    tokd_f16_round_row(src + i, y + i, n - i);
+}
 /* ---- float rows: lane i%32, four vectors of eight ----------------------------------
  * The _stream forms are decode's (dot_avx512.c says why): each step of 32 weights primes
  * the page TOKD_PRIME_DIST ahead and prefetches its lines TOKD_PK_AVX2_DECODE_LINE_PF

@@ -109,7 +109,7 @@ typedef struct {
 } decode_share;
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
-    if (tt->vec_dot_type == 0 /* F32: used as is */) return 0;
+    if (tt->vec_dot_type == 0 && !tt->act_convert) return 0; /* F32 activations used as they are */
     const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
     size_t row = tokd_row_bytes(at, K);
     if (tt->gemm && tt->gemm_act_bytes(K) > row) row = tt->gemm_act_bytes(K);
@@ -217,8 +217,9 @@ static void convert_rows(void *arg, int ith, int nth) {
             j->W->tt->gemm_prep(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
         return;
     }
+    const tokd_from_float_fn convert = j->W->tt->act_convert ? j->W->tt->act_convert : j->at->from_float;
     for (int64_t r = ith; r < j->n_rows; r += nth)
-        j->at->from_float(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
+        convert(j->X + r * j->ldx, (uint8_t *)j->act + r * j->act_stride, j->W->K);
 }
 
 /* Rows [o0, o1) of a packed matrix's last group (w), which its height leaves partial:
@@ -557,7 +558,8 @@ static int64_t min_claim_units(int n_mats, const tokd_matrix *const *Ws, int64_t
 static int same_act(const tokd_matrix *a, const tokd_matrix *b, int64_t n_rows) {
     if (a->pk || b->pk) return a->pk && b->pk && a->K == b->K && a->pk->prep == b->pk->prep;
     int ga = a->tt->gemm && n_rows >= a->tt->gemm_min_rows, gb = b->tt->gemm && n_rows >= b->tt->gemm_min_rows;
-    if (a->K != b->K || a->tt->vec_dot_type != b->tt->vec_dot_type || ga != gb) return 0;
+    if (a->K != b->K || a->tt->vec_dot_type != b->tt->vec_dot_type || a->tt->act_convert != b->tt->act_convert || ga != gb)
+        return 0;
     return !ga || a->tt->gemm_prep == b->tt->gemm_prep;
 }
 
@@ -626,7 +628,7 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
                 next += (Ws[m]->pk->act_bytes(W->K) + 63) & ~(size_t)63;
             }
         }
-    } else if (W->tt->vec_dot_type == 0) {
+    } else if (W->tt->vec_dot_type == 0 && !W->tt->act_convert) {
         j.act = (const uint8_t *)X;
         j.act_stride = (size_t)ldx * sizeof(float);
     } else {

@@ -52,7 +52,6 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 }
 
 /* ---- the table ------------------------------------------------------------------- */
-
 /* The fixed fields; the selected kernels are filled in by kernels_init_once. */
 #define ROW(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)                                     \
     {.id = ID, .name = NAME, .blck = BLCK, .bytes = BYTES, .vec_dot_type = ACT, .to_float = TO, \
@@ -168,6 +167,9 @@ static void kernels_init_once(void) {
         t->gemm = NULL;
         t->gemm_prep = NULL;
         t->gemm_act_bytes = NULL;
+        /* F16 weights' activations: rounded to F16 as ggml's CPU backend converts them */
+        t->act_convert = NULL;
+        if (t->id == GGML_TYPE_F16) t->act_convert = avx2 ? tokd_f16_round_row_avx2 : tokd_f16_round_row;
         if (gemm && t->id == GGML_TYPE_Q4_0) {
             t->gemm = tokd_gemm_q4_0_avx512vbmi;
             t->gemm_prep = tokd_gemm_q4_0_prep;

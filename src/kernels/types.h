@@ -13,7 +13,8 @@
  * tokd_kernels_init from cpuid; TOKD_KERNELS=scalar forces the reference);
  * `vec_dot_ref` is the portable scalar reference the SIMD paths are tested against.
  *
- * The rows (quants.h has the block layouts): F32, F16, BF16 (activations F32); Q4_0,
+ * The rows (quants.h has the block layouts): F32, F16, BF16 (activations F32, rounded to
+ * F16 for F16 weights as ggml's CPU backend converts them: act_convert); Q4_0,
  * Q5_0, Q8_0, IQ4_NL (activations Q8_0); Q4_1, Q5_1 (activations Q8_1); Q2_K..Q6_K and
  * IQ4_XS (activations Q8_K); and Q8_1, Q8_K themselves. Every SIMD vec_dot is bit-equal to vec_dot_ref, so
  * the selected path never changes a result. For Q8_0 and Q8_1, from_float quantises as
@@ -84,6 +85,10 @@ typedef struct tokd_type_traits {
     tokd_vec_dot2x4_fn vec_dot2x4;     /* selected two-by-four implementation; NULL if none */
     /* decode's form for one to four activation rows at once; NULL where there is none */
     tokd_vec_dot_rows_part_fn vec_dot_rows_part;
+    /* the activation rows' conversion from F32 into vec_dot_type's layout, where it is not
+       that type's from_float (F16 weights: rounded to F16, kept as F32); NULL: from_float,
+       and F32 activations are used as they are */
+    tokd_from_float_fn act_convert;
 } tokd_type_traits;
 
 /* NULL if the type cannot be computed with. Call tokd_kernels_init first (idempotent). */
