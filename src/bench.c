@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/bf16_rows.h"
 #include "kernels/packed.h" /* the probe's Q8_0 form, the decode line distances, page_prime.h */
 #include "model.h"
 
@@ -272,6 +273,13 @@ __attribute__((target("avx512f"))) static uint64_t peak_fma512(void) {
 #undef OP
 }
 
+/* BF16 products with AVX512-BF16 (the BF16 rows' prefill, bf16_rows.c): 32 a vdpbf16ps */
+__attribute__((target("avx512f,avx512bf16"))) static uint64_t peak_bf16_512(void) {
+    __m512 a = _mm512_set1_ps(1.0f), b = _mm512_set1_ps(1e-9f);
+#define OP(c) _mm512_dpbf16_ps(c, (__m512bh)_mm512_castps_si512(a), (__m512bh)_mm512_castps_si512(b))
+    PEAK_BODY(__m512, _mm512_setzero_ps(), OP, _mm512_add_ps, _mm512_reduce_add_ps, 32);
+#undef OP
+}
 __attribute__((target("avx2,fma"))) static uint64_t peak_fma256(void) {
     __m256 a = _mm256_set1_ps(1.0f), b = _mm256_set1_ps(1e-9f);
 #define OP(c) _mm256_fmadd_ps(a, b, c)
@@ -333,6 +341,15 @@ double tokd_bench_peak_f32(tokd_pool *pool, const char **isa) {
     return 0;
 }
 
+/* The BF16 rows' own peak, where their kernels use the instruction (TOKD_KERNELS may turn
+ * it off); 0 elsewhere. */
+double tokd_bench_peak_bf16(tokd_pool *pool, const char **isa) {
+    *isa = "none";
+    if (tokd_type_get(GGML_TYPE_BF16)->vec_dot != tokd_bf16_dot_avx512bf16) return 0;
+    *isa = "avx512-bf16 vdpbf16ps";
+    return run_peak(pool, peak_bf16_512);
+}
+
 /* ---- the model ---------------------------------------------------------------------------- */
 
 static bool is_float_type(uint32_t t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16; }
@@ -341,6 +358,7 @@ static void count_matrix(const tokd_matrix *w, tokd_bench_result *r) {
     r->bytes_per_token += (uint64_t)w->n_out * w->row_bytes;
     r->macs_per_token += (uint64_t)w->n_out * (uint64_t)w->K;
     if (is_float_type(w->tt->id)) r->all_quantized = false;
+    if (w->tt->id != GGML_TYPE_BF16) r->all_bf16 = false;
 }
 
 static void describe_types(const tokd_model *m, char *out, size_t cap) {
@@ -392,6 +410,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     r->weight_bytes = m->weight_bytes;
     r->kernels = tokd_kernels_path();
     r->all_quantized = true;
+    r->all_bf16 = true;
 
     /* bytes and multiply-accumulates of one decoded token */
     for (int32_t l = 0; l < hp->n_layer; l++) {
@@ -477,10 +496,13 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
         r->bandwidth = reader ? tokd_bench_reader_measure(reader, pool, 7) : tokd_bench_read_bandwidth(pool, (size_t)r->bw_mib << 20, 7);
         r->peak_int8 = tokd_bench_peak_int8(pool, &r->isa_int8);
         r->peak_f32 = tokd_bench_peak_f32(pool, &r->isa_f32);
+        r->peak_bf16 = tokd_bench_peak_bf16(pool, &r->isa_bf16);
         tokd_pool_free(pool);
         r->tg_limit = (r->tg.n ? r->tg_bw.median : r->bandwidth) / (double)r->bytes_per_token;
         if (r->tg.n) r->tg_share = r->tg_shares.median;
-        double peak = r->all_quantized ? r->peak_int8 : r->peak_f32;
+        const bool bf16 = !r->all_quantized && r->all_bf16 && r->peak_bf16 > 0;
+        r->pp_peak = r->all_quantized ? "int8" : bf16 ? "bf16" : "f32";
+        double peak = r->all_quantized ? r->peak_int8 : bf16 ? r->peak_bf16 : r->peak_f32;
         if (r->pp.n && peak > 0) r->pp_peak_share = r->pp.median * (double)r->macs_per_token / peak;
     }
     rc = 0;

@@ -70,6 +70,7 @@ void tokd_bench_reader_free(tokd_bench_reader *rd);
  * the instruction used ("avx512-vnni", ...; "none" and 0 when the CPU has no SIMD path). */
 double tokd_bench_peak_int8(tokd_pool *pool, const char **isa);
 double tokd_bench_peak_f32(tokd_pool *pool, const char **isa);
+double tokd_bench_peak_bf16(tokd_pool *pool, const char **isa); /* 0 where BF16 rows do not use vdpbf16ps */
 
 typedef struct {
     const char *model_path;
@@ -85,13 +86,15 @@ typedef struct {
     uint64_t bytes_per_token;  /* read per decoded token (see above) */
     uint64_t macs_per_token;   /* weight-matrix multiply-accumulates per token */
     bool all_quantized;
+    bool all_bf16;             /* every weight matrix BF16 */
     int n_threads;
     const char *kernels;
     tokd_bench_stat pp, tg;    /* tokens/s; n = 0 when skipped */
     double bandwidth;          /* bytes/s */
     int bw_mib;                /* buffer it was measured on */
-    double peak_int8, peak_f32; /* MAC/s */
-    const char *isa_int8, *isa_f32;
+    double peak_int8, peak_f32, peak_bf16; /* MAC/s */
+    const char *isa_int8, *isa_f32, *isa_bf16;
+    const char *pp_peak;       /* which of them pp_peak_share is against: "int8", "bf16", "f32" */
     tokd_bench_stat tg_bw;     /* bytes/s, measured right after each tg repetition */
     tokd_bench_stat tg_shares; /* each repetition's tokens/s over its own limit */
     double tg_limit, tg_share, pp_peak_share; /* tg_limit from tg_bw's median; tg_share = tg_shares' median */

@@ -5,7 +5,10 @@
  * mean KL(golden || tokd) in double precision and top-1 agreement; greedy decoding from
  * the prompt reproduces greedy_tokens. Bounds per weight format (issues 2 and 3):
  *   F32 / F16 (and stories260K): KL <= 1e-5, all greedy tokens equal;
- *   BF16: KL <= 2e-4, top-1 >= 99 %;  Q8_0 / Q4_0 / Q4_K_M: KL <= 1e-3 per case.
+ *   BF16: the same, and KL <= 1e-12: its products take llama.cpp's BF16 activations and
+ *   its AVX512-BF16 order (kernels/bf16_rows.c), which leave its logits equal to the
+ *   golden ones bit for bit on every path (F32 activations and tokd's float order had
+ *   left 2e-6);  Q8_0 / Q4_0 / Q4_K_M: KL <= 1e-3 per case.
  * Top-1 agreement is also summed per model over all its cases and printed; for the
  * quantized models issue 3 asks >= 98 %, checked here. (The forward pass computes
  * attention as llama.cpp does over its F16 KV cache, so most cases agree to ~1e-15 KL;
@@ -62,10 +65,10 @@ static void run_case(const char *dir, const char *name) {
     tokd_model *m = tokd_model_load(path, &err);
     CHECK(m != NULL, "%s: load %s: %s", name, model, m ? "" : err.msg);
     if (!m) { cJSON_Delete(j); free(js); return; }
-    bool exact = strstr(model, "stories260K") || strstr(model, "-f32") || strstr(model, "-F16");
     bool bf16 = strstr(model, "-BF16") != NULL;
-    double kl_max = exact ? 1e-5 : bf16 ? 2e-4 : 1e-3;
-    double top1_min = exact ? 0.99 : bf16 ? 0.99 : 0.0; /* quantized: aggregated in main */
+    bool exact = bf16 || strstr(model, "stories260K") || strstr(model, "-f32") || strstr(model, "-F16");
+    double kl_max = bf16 ? 1e-12 : exact ? 1e-5 : 1e-3;
+    double top1_min = exact ? 0.99 : 0.0; /* quantized: aggregated in main */
 
     /* tokenization */
     int32_t *toks = NULL;

@@ -158,7 +158,7 @@ static void check_type(uint32_t type, const tokd_packed_traits *pk, tokd_pool *p
 /* Matrices without a packed form (F32, F16, BF16) through tokd_matmul: every row count a
  * decode or prefill uses (1..17, 33), on 2 threads, gives each output the bits of the
  * scalar vec_dot_ref of its weight row and activation row (for F16 weights the activation
- * row rounded to F16). The few-row decode walk takes
+ * row rounded to F16, for BF16 weights converted to BF16). The few-row decode walk takes
  * one to four rows from memory at once, fewer where their activations would not stay in
  * L1 (K = 5632: the FFN down product), then the rest four at a time and one at a time. */
 static void check_float_matmul(tokd_pool *pool2) {
@@ -177,11 +177,14 @@ static void check_float_matmul(tokd_pool *pool2) {
                 tt->from_float(f, w + (size_t)o * rb, K);
             }
             for (int64_t i = 0; i < NA * K; i++) x[i] = t_rand_gauss(&rng);
-            /* the activations the products take: F16 weights' rounded to F16, as ggml's
-               CPU backend converts them (types.h: act_convert) */
-            float *xr = tokd_xmalloc(sizeof(float) * (size_t)(NA * K));
-            for (int64_t i = 0; i < NA * K; i++)
-                xr[i] = types[ti] == GGML_TYPE_F16 ? tokd_f16_to_f32(tokd_f32_to_f16(x[i])) : x[i];
+            /* the activations the products take, as ggml's CPU backend converts them: F16
+               weights' rounded to F16 (types.h: act_convert), BF16 weights' BF16 rows */
+            const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
+            const size_t ab = tokd_row_bytes(at, K);
+            uint8_t *xr = tokd_xmalloc(ab * NA);
+            for (int64_t r = 0; r < NA; r++) at->from_float(x + r * K, xr + (size_t)r * ab, K);
+            if (types[ti] == GGML_TYPE_F16)
+                for (int64_t i = 0; i < NA * K; i++) ((float *)xr)[i] = tokd_f16_to_f32(tokd_f32_to_f16(x[i]));
             const tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = N_OUT, .row_bytes = rb};
             float *y = tokd_xmalloc(sizeof(float) * NA * N_OUT);
             void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(tt, K, NA));
@@ -191,7 +194,7 @@ static void check_float_matmul(tokd_pool *pool2) {
                 for (int64_t r = 0; r < na; r++)
                     for (int64_t o = 0; o < N_OUT; o++) {
                         float want;
-                        tt->vec_dot_ref(K, &want, w + (size_t)o * rb, xr + r * K);
+                        tt->vec_dot_ref(K, &want, w + (size_t)o * rb, xr + (size_t)r * ab);
                         bad += memcmp(&want, &y[r * N_OUT + o], 4) != 0;
                     }
             }

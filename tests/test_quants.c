@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
@@ -116,6 +117,13 @@ static void fill_raw_act(const tokd_type_traits *a, uint8_t *row, int64_t K) {
     if (a->id == GGML_TYPE_F32) {
         float *f = (float *)row;
         for (int64_t i = 0; i < K; i++) f[i] = (float)t_rand_pm1(&rng);
+        return;
+    }
+    if (a->id == GGML_TYPE_BF16) { /* BF16 weights' activations */
+        for (int64_t i = 0; i < K; i++) {
+            const uint16_t h = tokd_f32_to_bf16((float)t_rand_pm1(&rng));
+            memcpy(row + 2 * i, &h, 2);
+        }
         return;
     }
     for (int64_t b = 0; b < K / (int64_t)a->blck; b++) {
@@ -293,6 +301,7 @@ static void test_dot4(void) {
             free(W), free(A);
         }
         CHECK(bad == 0, "%s: %lld four-row dot products differ from the scalar reference", t->name, (long long)bad);
+        if (t->id == GGML_TYPE_BF16) continue; /* its selection: test_bf16_rows */
         if (have_vnni() && fvnni && !getenv("TOKD_KERNELS"))
             CHECK(t->vec_dot4 == fvnni, "%s: four-row kernel not selected", t->name);
         if (have_avx512() && f512 && !fvnni && !getenv("TOKD_KERNELS")) /* the float rows' */
@@ -320,7 +329,8 @@ static void test_dot2x4(void) {
     int64_t checks = 0, bad = 0;
     for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
         const tokd_type_traits *t = tokd_type_get(D[d].id), *a = tokd_type_get(t->vec_dot_type);
-        if (!getenv("TOKD_KERNELS")) CHECK(t->vec_dot2x4 == D[d].fn, "%s: two-by-four kernel not selected", t->name);
+        if (!getenv("TOKD_KERNELS") && D[d].id != GGML_TYPE_BF16) /* BF16's selection: test_bf16_rows */
+            CHECK(t->vec_dot2x4 == D[d].fn, "%s: two-by-four kernel not selected", t->name);
         for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
             const int64_t K = Ks[ki];
             const size_t rb = tokd_row_bytes(t, K) + 4 * (ki & 1), stride = tokd_row_bytes(a, K) + 8 * (ki & 1);
@@ -364,8 +374,10 @@ static void test_dot_rows(void) {
         uint32_t id;
         tokd_vec_dot_rows_part_fn avx2, avx512;
     } D[] = {{GGML_TYPE_F32, tokd_f32_rows_part_avx2, tokd_f32_rows_part_avx512},
-             {GGML_TYPE_F16, tokd_f16_rows_part_avx2, tokd_f16_rows_part_avx512},
-             {GGML_TYPE_BF16, tokd_bf16_rows_part_avx2, tokd_bf16_rows_part_avx512}};
+             {GGML_TYPE_F16, tokd_f16_rows_part_avx2, tokd_f16_rows_part_avx512}};
+    /* BF16 rows have no lane sums to hand on (bf16_rows.c): their few-row form is
+       vec_dot_stream_rows, test_bf16_rows */
+    CHECK(tokd_type_get(GGML_TYPE_BF16)->vec_dot_rows_part == NULL, "BF16 rows have no lane-sum form");
     static const int64_t Ks[] = {32, 33, 64, 257, 2048 + 7, 5632};
     int64_t checks = 0, bad = 0;
     for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
@@ -428,6 +440,7 @@ static void test_selection(void) {
         CHECK(strcmp(path, "avx2") == 0, "path %s on an AVX2 machine", path);
     for (size_t ti = 0; ti < N_IMPLS; ti++) {
         const tokd_type_traits *t = tokd_type_get(IMPLS[ti].id);
+        if (t->id == GGML_TYPE_BF16) continue; /* its own paths (AVX512-BF16 too): test_bf16_rows */
         tokd_vec_dot_fn want = t->vec_dot_ref;
         if (have_avx2() && IMPLS[ti].avx2) want = IMPLS[ti].avx2;
         if (have_avx512() && IMPLS[ti].avx512) want = IMPLS[ti].avx512;
@@ -549,6 +562,116 @@ static void test_activation_rounding(void) {
     x[40] = -10.0f;
     tokd_q8_K_from_float(x, &k, 256);
     CHECK(k.qs[40] == -127 && k.d > 0, "q8_K negative max -> -127");
+}
+
+/* BF16 rows (bf16_rows.c): every kernel of every path this CPU has (the FMA forms on
+ * AVX2 and AVX-512, the instruction where it has AVX512-BF16) gives the scalar
+ * statement's bits, at lengths with and without a tail, raw random rows with zeros and
+ * both signs; so on such a CPU the statement is the instruction's own order. The
+ * selected kernels are the best path's, the activations are BF16 and their AVX2
+ * conversion is tokd_f32_to_bf16's, NaN included. */
+static void test_bf16_rows(void) {
+    typedef struct {
+        const char *name;
+        bool have;
+        tokd_vec_dot_fn dot, stream;
+        tokd_vec_dot4_fn dot4;
+        tokd_vec_dot2x4_fn dot2x4;
+        tokd_vec_dot_stream_rows_fn rows;
+    } path;
+    const bool bf16 = have_avx512() && tokd_cpu()->avx512bf16;
+    const path P[] = {
+        {"avx2", have_avx2(), tokd_bf16_dot_avx2, tokd_bf16_stream_dot_avx2, tokd_bf16_dot4_avx2, NULL,
+         tokd_bf16_stream_rows_avx2},
+        {"avx512", have_avx512(), tokd_bf16_dot_avx512, tokd_bf16_stream_dot_avx512, tokd_bf16_dot4_avx512,
+         tokd_bf16_dot2x4_avx512, tokd_bf16_stream_rows_avx512},
+        {"avx512bf16", bf16, tokd_bf16_dot_avx512bf16, tokd_bf16_stream_dot_avx512bf16, tokd_bf16_dot4_avx512bf16,
+         tokd_bf16_dot2x4_avx512bf16, tokd_bf16_stream_rows_avx512bf16},
+    };
+    const tokd_type_traits *t = tokd_type_get(GGML_TYPE_BF16);
+    CHECK(t->vec_dot_type == GGML_TYPE_BF16 && t->vec_dot_ref == tokd_bf16_dot_ref, "BF16 rows take BF16 activations");
+    if (!getenv("TOKD_KERNELS")) {
+        const path *best = bf16 ? &P[2] : have_avx512() ? &P[1] : have_avx2() ? &P[0] : NULL;
+        CHECK(best ? t->vec_dot == best->dot && t->vec_dot_stream == best->stream && t->vec_dot4 == best->dot4 &&
+                         t->vec_dot2x4 == best->dot2x4 && t->vec_dot_stream_rows == best->rows
+                   : t->vec_dot == tokd_bf16_dot_ref,
+              "BF16 kernels of the best path (%s) selected", best ? best->name : "scalar");
+    }
+    static const int64_t Ks[] = {1, 7, 31, 32, 33, 64, 100, 257, 2048, 4096 + 5};
+    int64_t checks = 0, bad = 0;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int64_t K = Ks[ki];
+        const size_t rb = 2 * (size_t)K + 6 * (ki & 1), as = 2 * (size_t)K + 10 * (ki & 1); /* padded strides too */
+        uint8_t *W = calloc(2, rb), *A = calloc(4, as);
+        for (int h = 0; h < 2; h++) fill_raw_weights(t, W + (size_t)h * rb, K);
+        for (int r = 0; r < 4; r++) fill_raw_act(tokd_type_get(GGML_TYPE_BF16), A + (size_t)r * as, K);
+        for (int64_t i = 5; i < K; i += 11) memset(W + 2 * i, 0, 2); /* zeros among the values */
+        float ref[2][4];
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < 4; r++) tokd_bf16_dot_ref(K, &ref[h][r], W + (size_t)h * rb, A + (size_t)r * as);
+        for (size_t p = 0; p < sizeof P / sizeof P[0]; p++) {
+            if (!P[p].have) continue;
+            float got[8];
+            for (int h = 0; h < 2; h++)
+                for (int r = 0; r < 4; r++, checks += 2) {
+                    P[p].dot(K, &got[0], W + (size_t)h * rb, A + (size_t)r * as);
+                    P[p].stream(K, &got[1], W + (size_t)h * rb, A + (size_t)r * as);
+                    bad += (memcmp(&got[0], &ref[h][r], 4) != 0) + (memcmp(&got[1], &ref[h][r], 4) != 0);
+                }
+            for (int h = 0; h < 2; h++, checks += 4) {
+                P[p].dot4(K, got, W + (size_t)h * rb, A, as);
+                bad += memcmp(got, ref[h], 16) != 0;
+            }
+            for (int rows = 1; rows <= 4; rows++)
+                for (int h = 0; h < 2; h++, checks += rows) {
+                    float out[5] = {0, 0, 0, 0, -1.0f};
+                    out[rows] = -1.0f;
+                    P[p].rows(K, out, W + (size_t)h * rb, A, as, rows);
+                    bad += memcmp(out, ref[h], 4 * (size_t)rows) != 0 || out[rows] != -1.0f;
+                }
+            if (P[p].dot2x4) {
+                P[p].dot2x4(K, got, W, rb, A, as);
+                bad += memcmp(got, ref[0], 16) != 0 || memcmp(got + 4, ref[1], 16) != 0;
+                checks += 8;
+            }
+        }
+        free(W), free(A);
+    }
+    CHECK(bad == 0, "%lld of %lld BF16 dot products differ from the scalar statement", (long long)bad, (long long)checks);
+    printf("BF16 dot products compared: %lld%s\n", (long long)checks, bf16 ? " (with the AVX512-BF16 instruction)" : "");
+
+    /* the order itself: lane 0 holds 1.0 from the first step (element 1); in the second,
+       element 33 (2^-24, a tie: stays 1.0) goes before element 32 (1.5 * 2^-24: up to
+       1 + 2^-23). Even before odd would give 1 + 2^-22. */
+    uint16_t w[64], x[64];
+    for (int i = 0; i < 64; i++) w[i] = x[i] = 0;
+    const uint16_t one = 0x3f80;
+    w[1] = w[32] = w[33] = one;
+    x[1] = one, x[33] = tokd_f32_to_bf16(0x1p-24f), x[32] = tokd_f32_to_bf16(0x1.8p-24f);
+    float got;
+    tokd_bf16_dot_ref(64, &got, w, x);
+    CHECK(got == 1.0f + 0x1p-23f, "BF16 statement's order (odd element first): %a", got);
+
+    /* activations: tokd_f32_to_bf16 element by element, NaN's quieting and every tail */
+    enum { N = 1000 };
+    float xf[N];
+    uint16_t want[N], conv[N];
+    for (int i = 0; i < N; i++) xf[i] = t_rand_gauss(&rng) * (float)exp((t_rand_unit(&rng) - 0.5) * 60);
+    xf[0] = NAN, xf[1] = -INFINITY, xf[2] = 1.0f + 0x1p-8f, xf[3] = 1.0f + 0x3p-8f, xf[4] = -0.0f, xf[5] = 0x1p-140f;
+    uint32_t snan = 0x7f800001u;
+    memcpy(&xf[6], &snan, 4);
+    for (int i = 0; i < N; i++) want[i] = tokd_f32_to_bf16(xf[i]);
+    CHECK(want[2] == 0x3f80 && want[3] == 0x3f82, "BF16 conversion ties to even: %04x %04x", want[2], want[3]);
+    CHECK(want[6] == 0x7fc0, "BF16 conversion quiets a signalling NaN: %04x", want[6]);
+    uint16_t row[N];
+    t->from_float(xf, row, N);
+    CHECK(memcmp(row, want, sizeof want) == 0, "the BF16 row's from_float is tokd_f32_to_bf16");
+    if (have_avx2())
+        for (int off = 0; off < 17; off++) {
+            memset(conv, 0, sizeof conv);
+            tokd_bf16_act_avx2(xf + off, conv, N - off);
+            CHECK(memcmp(conv, want + off, 2 * (size_t)(N - off)) == 0, "AVX2 BF16 activation conversion (offset %d)", off);
+        }
 }
 
 /* F16 weights' activation rows (types.h: act_convert): each element rounded to the
@@ -755,6 +878,7 @@ int main(void) {
     test_roundtrip_error();
     test_activation_rounding();
     test_f16_activation_rows();
+    test_bf16_rows();
     test_q8_K_quantize();
     test_dot_accuracy();
     test_golden_models();

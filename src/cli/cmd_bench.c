@@ -148,7 +148,8 @@ int cmd_bench(int argc, char **argv) {
             }
             printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
                    r.peak_int8 / GB, r.isa_int8, 2 * r.peak_f32 / GB, r.isa_f32);
-            printf(",\"pp_peak\":\"%s\"", r.all_quantized ? "int8" : "f32");
+            if (r.peak_bf16 > 0) printf(",\"peak_bf16_gflop_s\":%.2f,\"peak_bf16_isa\":\"%s\"", 2 * r.peak_bf16 / GB, r.isa_bf16);
+            printf(",\"pp_peak\":\"%s\"", r.pp_peak);
             if (r.pp.n) printf(",\"pp_share\":%.4f", r.pp_peak_share);
         }
         if (p.profile_steps > 0) print_profile(&r, true);
@@ -162,7 +163,7 @@ int cmd_bench(int argc, char **argv) {
     if (r.pp.n) {
         printf("pp%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_prompt, r.pp.median, r.pp.min, r.pp.max);
         if (p.measure_machine && r.pp_peak_share > 0)
-            printf("  %5.1f %% of the %s peak", 100 * r.pp_peak_share, r.all_quantized ? "int8" : "f32");
+            printf("  %5.1f %% of the %s peak", 100 * r.pp_peak_share, r.pp_peak);
         putchar('\n');
     }
     if (r.tg.n) {
@@ -175,8 +176,10 @@ int cmd_bench(int argc, char **argv) {
     }
     if (p.measure_machine) {
         printf("machine:   memory read %.2f GB/s (%d threads, %d MiB, median of 7)\n", r.bandwidth / GB, r.n_threads, r.bw_mib);
-        printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)\n", r.peak_int8 / GB, r.isa_int8,
+        printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)", r.peak_int8 / GB, r.isa_int8,
                2 * r.peak_f32 / GB, r.isa_f32);
+        if (r.peak_bf16 > 0) printf(", bf16 peak %.1f GFLOP/s (%s)", 2 * r.peak_bf16 / GB, r.isa_bf16);
+        putchar('\n');
     }
     if (p.profile_steps > 0) print_profile(&r, false);
     return 0;

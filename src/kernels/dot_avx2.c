@@ -137,13 +137,8 @@ A2 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n) {
 #define F32_LOAD1(i) ((const float *)w)[i]
 #define F16_LOAD8(i) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + (i))))
 #define F16_LOAD1(i) h2f(ld16((const uint16_t *)w + (i)))
-#define BF16_LOAD8(i)                                                                                    \
-    _mm256_castsi256_ps(_mm256_slli_epi32(                                                               \
-        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + (i)))), 16))
-#define BF16_LOAD1(i) tokd_bf16_to_f32(ld16((const uint16_t *)w + (i)))
 FLOAT_DOT_AVX2(tokd_f32_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 0)
 FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 0)
-FLOAT_DOT_AVX2(tokd_bf16_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 0)
 /* Four activation rows (tokd_vec_dot4_fn), two at a time: a pair's eight sums and the
  * weight vectors fill the sixteen registers (four rows' sixteen sums would spill), each
  * weight vector loaded and converted once for the pair, and eight independent sums
@@ -174,10 +169,8 @@ FLOAT_DOT_AVX2(tokd_bf16_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 0)
     }
 FLOAT_DOT4_AVX2(tokd_f32_dot4_avx2, F32_LOAD8, F32_LOAD1)
 FLOAT_DOT4_AVX2(tokd_f16_dot4_avx2, F16_LOAD8, F16_LOAD1)
-FLOAT_DOT4_AVX2(tokd_bf16_dot4_avx2, BF16_LOAD8, BF16_LOAD1)
 FLOAT_DOT_AVX2(tokd_f32_stream_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 1)
 FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
-FLOAT_DOT_AVX2(tokd_bf16_stream_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 1)
 /* Weights [0, n) of one row against one or a pair of activation rows (R), added into
  * their lane sums at acc (tokd_vec_dot_rows_part_fn), FLOAT_DOT4_AVX2's pass: with
  * stream set, the stream form's prefetches (pf NULL) or each line of pf's stream. */
@@ -228,7 +221,6 @@ FLOAT_DOT_AVX2(tokd_bf16_stream_dot_avx2, BF16_LOAD8, BF16_LOAD1, 2, 1)
     }
 FLOAT_DOT_PART_AVX2_ALL(tokd_f32_rows_part_avx2, F32_LOAD8, 4)
 FLOAT_DOT_PART_AVX2_ALL(tokd_f16_rows_part_avx2, F16_LOAD8, 2)
-FLOAT_DOT_PART_AVX2_ALL(tokd_bf16_rows_part_avx2, BF16_LOAD8, 2)
 
 /* ---- 32-element formats ------------------------------------------------------------ */
 

@@ -38,8 +38,9 @@
  * being whole groups of 16 rows. Matrices without a packed layout (F32, F16, BF16) go
  * through their type's vec_dot_stream in decode (types.h: the same bits, with
  * prefetches); a few activation rows take them 16 weight rows at a time, each read
- * from memory once against up to four activation rows (rows_from_memory), the others
- * from cache (matmul_chunk).
+ * from memory once against up to four activation rows (rows_from_memory; BF16, whose
+ * order keeps no lane sums to hand on, vec_dot_stream_rows), the others from cache
+ * (matmul_chunk).
  *
  * Pair mode (tokd_matmul_pair, the FFN's gate and up projections, prefill only): a
  * chunk is the same rows of both matrices, and its epilogue (SwiGLU) runs on them as
@@ -316,6 +317,23 @@ static void rows_from_memory(const tokd_type_traits *tt, int64_t K, const uint8_
     }
 }
 
+/* Weight rows [o0, o1) of W against the job's activation rows from r0 on, into Y: four
+ * at a time through rows_by_four, the rest one at a time with vec_dot. */
+static void rows_by_vec_dot(const matmul_job *j, const tokd_matrix *W, int64_t r0, int64_t o0, int64_t o1, float *Y,
+                            int64_t ldy) {
+    const tokd_type_traits *tt = W->tt;
+    const uint8_t *wbase = W->data;
+    int64_t r = r0;
+    for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
+        rows_by_four(tt, W->K, wbase, W->row_bytes, o0, o1, j->act + (size_t)r * j->act_stride, j->act_stride,
+                     Y + r * ldy, ldy);
+    for (; r < j->n_rows; r++) {
+        const uint8_t *a = j->act + (size_t)r * j->act_stride;
+        float *y = Y + r * ldy;
+        for (int64_t o = o0; o < o1; o++) tt->vec_dot(W->K, &y[o], wbase + (size_t)o * W->row_bytes, a);
+    }
+}
+
 /* Weight rows [o0, o1) of matrix m against every activation row, into its Y. */
 static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
     const tokd_matrix *W = j->Ws[m];
@@ -363,15 +381,26 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         }
         return;
     }
-    int64_t r = 0;
-    for (; tt->vec_dot4 && r + 4 <= j->n_rows; r += 4)
-        rows_by_four(tt, K, wbase, W->row_bytes, o0, o1, j->act + (size_t)r * j->act_stride, j->act_stride, Y + r * ldy, ldy);
-    tokd_vec_dot_fn dot = tt->vec_dot;
-    for (; r < j->n_rows; r++) {
-        const uint8_t *a = j->act + (size_t)r * j->act_stride;
-        float *y = Y + r * ldy;
-        for (int64_t o = o0; o < o1; o++) dot(K, &y[o], wbase + (size_t)o * W->row_bytes, a);
+    if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_stream_rows) {
+        /* a few activation rows, without lane sums to hand on (BF16): UNIT weight rows at
+           a time, each read from memory once against the first one to four activation
+           rows together (vec_dot_stream_rows), then from cache against the others. BF16
+           TinyLlama shape, 2 threads (bench_batch): steps of 2, 4, 8 and 16 sequences
+           31, 44, 69 and 115 ms, against 39, 53, 98 and 172 with the F32-activation
+           kernels and rows_from_memory before (BENCHMARKS.md, forty-first session) */
+        const int first = (int)((j->n_rows - 1) % 4) + 1;
+        float out[4];
+        for (int64_t t0 = o0; t0 < o1; t0 += UNIT) {
+            const int64_t t1 = t0 + UNIT < o1 ? t0 + UNIT : o1;
+            for (int64_t o = t0; o < t1; o++) {
+                tt->vec_dot_stream_rows(K, out, wbase + (size_t)o * W->row_bytes, j->act, j->act_stride, first);
+                for (int r = 0; r < first; r++) Y[r * ldy + o] = out[r];
+            }
+            rows_by_vec_dot(j, W, first, t0, t1, Y, ldy);
+        }
+        return;
     }
+    rows_by_vec_dot(j, W, 0, o0, o1, Y, ldy);
 }
 
 /* The rows [*o0, *o1) of matrix m that units [u0, u1) of the job (counted across its

@@ -69,11 +69,6 @@ void tokd_f16_dot_ref(int64_t n, float *out, const void *w, const void *act) {
     const float *x = act;
     FLOAT_DOT_REF(h2f(load_u16(wp + 2 * i)))
 }
-void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const uint8_t *wp = w;
-    const float *x = act;
-    FLOAT_DOT_REF(tokd_bf16_to_f32(load_u16(wp + 2 * i)))
-}
 void tokd_f16_round_row(const float *src, void *dst, int64_t n) {
     float *y = dst;
     for (int64_t i = 0; i < n; i++) y[i] = h2f(f2h(src[i]));

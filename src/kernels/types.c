@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "kernels/bf16_rows.h"
 #include "kernels/quants.h"
 #include "util.h"
 
@@ -60,7 +61,7 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 static tokd_type_traits table[] = {
     ROW(GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref),
     ROW(GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref),
-    ROW(GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_F32, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref),
+    ROW(GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_BF16, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref),
     QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
     QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
     QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
@@ -100,7 +101,7 @@ typedef struct {
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
 static const simd_row simd_rows[] = {
-    FLOAT_SIMD(GGML_TYPE_F32, f32),       FLOAT_SIMD(GGML_TYPE_F16, f16),       FLOAT_SIMD(GGML_TYPE_BF16, bf16),
+    FLOAT_SIMD(GGML_TYPE_F32, f32),       FLOAT_SIMD(GGML_TYPE_F16, f16),
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
@@ -162,6 +163,7 @@ static void kernels_init_once(void) {
         t->vec_dot = t->vec_dot_ref;
         t->vec_dot4 = NULL;
         t->vec_dot_stream = NULL;
+        t->vec_dot_stream_rows = NULL;
         t->vec_dot2x4 = NULL;
         t->vec_dot_rows_part = NULL;
         t->gemm = NULL;
@@ -199,6 +201,10 @@ static void kernels_init_once(void) {
             if (avx512 && r->avx512_2x4 && t->vec_dot == r->avx512) t->vec_dot2x4 = r->avx512_2x4;
             if (vnni && r->avx512vnni_4 && t->vec_dot == r->avx512vnni) t->vec_dot4 = r->avx512vnni_4;
         }
+        /* BF16 rows: ggml's AVX512-BF16 order on every path (bf16_rows.c); the instruction
+           unless TOKD_KERNELS=nobf16 asks for its FMA form */
+        if (t->id == GGML_TYPE_BF16)
+            tokd_bf16_select(t, avx2, avx512, avx512 && cpu.avx512bf16 && !(force && strcmp(force, "nobf16") == 0));
     }
 }
 

@@ -10,11 +10,14 @@
  * are being computed), which is what makes batch invariance hold.
  *
  * `vec_dot` is the fastest implementation for this CPU (chosen once by
- * tokd_kernels_init from cpuid; TOKD_KERNELS=scalar forces the reference);
+ * tokd_kernels_init from cpuid; TOKD_KERNELS=scalar forces the reference, =avx2 the AVX2
+ * path, =nogemm leaves out the Q4_0/Q8_0 gemm kernels, =nobf16 the BF16 rows'
+ * instruction);
  * `vec_dot_ref` is the portable scalar reference the SIMD paths are tested against.
  *
- * The rows (quants.h has the block layouts): F32, F16, BF16 (activations F32, rounded to
- * F16 for F16 weights as ggml's CPU backend converts them: act_convert); Q4_0,
+ * The rows (quants.h has the block layouts): F32, F16 (activations F32, rounded to F16
+ * for F16 weights as ggml's CPU backend converts them: act_convert); BF16 (activations
+ * BF16, in the order of ggml's AVX512-BF16 products: bf16_rows.h); Q4_0,
  * Q5_0, Q8_0, IQ4_NL (activations Q8_0); Q4_1, Q5_1 (activations Q8_1); Q2_K..Q6_K and
  * IQ4_XS (activations Q8_K); and Q8_1, Q8_K themselves. Every SIMD vec_dot is bit-equal to vec_dot_ref, so
  * the selected path never changes a result. For Q8_0 and Q8_1, from_float quantises as
@@ -49,6 +52,12 @@ typedef void (*tokd_vec_dot2x4_fn)(int64_t n, float out[8], const void *w, size_
  * from memory once for all of them, whole or in pieces. pf NULL: prefetches ahead in
  * w's own stream; else each line of pf + (w's offset), for a caller that interleaves
  * rows. */
+/* Decode's form of vec_dot for `rows` (1..4) activation rows act + r*act_stride (bytes):
+ * out[r] bit-equal to vec_dot of the weight row with row r; the weight row read once
+ * from memory, with vec_dot_stream's prefetches (batched decode of rows whose order
+ * has no lane sums to hand on: BF16). */
+typedef void (*tokd_vec_dot_stream_rows_fn)(int64_t n, float *out, const void *w, const void *act, size_t act_stride,
+                                            int rows);
 typedef void (*tokd_vec_dot_rows_part_fn)(int64_t n, const float *acc_in, float *acc, const void *w, const void *act,
                                           size_t act_stride, int rows, const void *pf);
 
@@ -82,6 +91,7 @@ typedef struct tokd_type_traits {
     /* decode's form of vec_dot, for a weight row read once from memory: the same bits,
        with its own prefetches (dot_avx512.c); NULL where vec_dot serves decode too */
     tokd_vec_dot_fn vec_dot_stream;
+    tokd_vec_dot_stream_rows_fn vec_dot_stream_rows; /* one to four rows of it; NULL if none */
     tokd_vec_dot2x4_fn vec_dot2x4;     /* selected two-by-four implementation; NULL if none */
     /* decode's form for one to four activation rows at once; NULL where there is none */
     tokd_vec_dot_rows_part_fn vec_dot_rows_part;
