@@ -160,80 +160,51 @@ static inline const uint16_t *padded(const void *p, int64_t n, uint16_t buf[32])
 
 #define ROW(act, r, as) ((const uint16_t *)((const char *)(act) + (size_t)(r) * (as)))
 
+/* One weight row against R = 1..4 activation rows (as bytes apart), each weight step loaded
+ * and widened once for the R; with stream set, decode's prefetches ahead of w. Every
+ * form below is this with constants, unrolled, so the lane sums stay in registers. */
 #define BF16_KERNELS(ISA)                                                                                \
-    TGT_##ISA static inline float dot_##ISA(int64_t n, const uint16_t *w, const uint16_t *x, int stream) { \
-        acc_##ISA a = zero_##ISA();                                                                      \
+    TGT_##ISA static inline __attribute__((always_inline)) void rows_##ISA(                              \
+        int64_t n, float *out, const uint16_t *w, const void *act, size_t as, const int R, const int stream) { \
+        acc_##ISA a[4];                                                                                  \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) a[r] = zero_##ISA();                         \
         int64_t i = 0;                                                                                   \
         for (; i + 32 <= n; i += 32) {                                                                   \
             if (stream) ahead_##ISA(w + i);                                                              \
-            a = step_##ISA(a, wload_##ISA(w + i), x + i);                                                \
-        }                                                                                                \
-        if (i < n) {                                                                                     \
-            uint16_t wt[32], xt[32];                                                                     \
-            a = step_##ISA(a, wload_##ISA(padded(w + i, n - i, wt)), padded(x + i, n - i, xt));          \
-        }                                                                                                \
-        float s[16];                                                                                     \
-        store_##ISA(s, a);                                                                               \
-        return tokd_bf16_reduce16(s);                                                                    \
-    }                                                                                                    \
-    TGT_##ISA void tokd_bf16_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {          \
-        *out = dot_##ISA(n, w, act, 0);                                                                  \
-    }                                                                                                    \
-    TGT_##ISA void tokd_bf16_stream_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {   \
-        *out = dot_##ISA(n, w, act, 1);                                                                  \
-    }                                                                                                    \
-    /* decode of a few sequences: one weight row, read once from memory with the stream      \
-       form's prefetches, against R = 1..4 activation rows */                                            \
-    TGT_##ISA static inline __attribute__((always_inline)) void rows_##ISA(int64_t n, float *out, const uint16_t *w,  \
-                                            const void *act, size_t as, const int R) {                   \
-        acc_##ISA a[4];                                                                                  \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) a[r] = zero_##ISA();                                               \
-        int64_t i = 0;                                                                                   \
-        for (; i + 32 <= n; i += 32) {                                                                   \
-            ahead_##ISA(w + i);                                                                          \
             const wv_##ISA wv = wload_##ISA(w + i);                                                      \
             _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) a[r] = step_##ISA(a[r], wv, ROW(act, r, as) + i); \
         }                                                                                                \
         if (i < n) {                                                                                     \
             uint16_t wt[32], xt[32];                                                                     \
             const wv_##ISA wv = wload_##ISA(padded(w + i, n - i, wt));                                   \
-            for (int r = 0; r < R; r++) a[r] = step_##ISA(a[r], wv, padded(ROW(act, r, as) + i, n - i, xt)); \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                                          \
+                a[r] = step_##ISA(a[r], wv, padded(ROW(act, r, as) + i, n - i, xt));                     \
         }                                                                                                \
-        for (int r = 0; r < R; r++) {                                                                    \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                            \
             float s[16];                                                                                 \
             store_##ISA(s, a[r]);                                                                        \
             out[r] = tokd_bf16_reduce16(s);                                                              \
         }                                                                                                \
     }                                                                                                    \
+    TGT_##ISA void tokd_bf16_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {          \
+        rows_##ISA(n, out, w, act, 0, 1, 0);                                                             \
+    }                                                                                                    \
+    TGT_##ISA void tokd_bf16_stream_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {   \
+        rows_##ISA(n, out, w, act, 0, 1, 1);                                                             \
+    }                                                                                                    \
+    /* decode of a few sequences: the weight row read once, with the stream's prefetches */            \
     TGT_##ISA void tokd_bf16_stream_rows_##ISA(int64_t n, float *out, const void *w, const void *act, size_t as, \
                                                int rows) {                                               \
         switch (rows) {                                                                                  \
-        case 1: rows_##ISA(n, out, w, act, as, 1); break;                                                \
-        case 2: rows_##ISA(n, out, w, act, as, 2); break;                                                \
-        case 3: rows_##ISA(n, out, w, act, as, 3); break;                                                \
-        default: rows_##ISA(n, out, w, act, as, 4); break;                                               \
+        case 1: rows_##ISA(n, out, w, act, as, 1, 1); break;                                             \
+        case 2: rows_##ISA(n, out, w, act, as, 2, 1); break;                                             \
+        case 3: rows_##ISA(n, out, w, act, as, 3, 1); break;                                             \
+        default: rows_##ISA(n, out, w, act, as, 4, 1); break;                                            \
         }                                                                                                \
     }                                                                                                    \
-    /* four activation rows: each weight step loaded and widened once for the four */                   \
+    /* prefill: four activation rows from cache */                                                      \
     TGT_##ISA void tokd_bf16_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t as) { \
-        const uint16_t *wp = w;                                                                          \
-        acc_##ISA a[4];                                                                                  \
-        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) a[r] = zero_##ISA();                         \
-        int64_t i = 0;                                                                                   \
-        for (; i + 32 <= n; i += 32) {                                                                   \
-            const wv_##ISA wv = wload_##ISA(wp + i);                                                     \
-            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) a[r] = step_##ISA(a[r], wv, ROW(act, r, as) + i); \
-        }                                                                                                \
-        if (i < n) {                                                                                     \
-            uint16_t wt[32], xt[32];                                                                     \
-            const wv_##ISA wv = wload_##ISA(padded(wp + i, n - i, wt));                                  \
-            for (int r = 0; r < 4; r++) a[r] = step_##ISA(a[r], wv, padded(ROW(act, r, as) + i, n - i, xt)); \
-        }                                                                                                \
-        for (int r = 0; r < 4; r++) {                                                                    \
-            float s[16];                                                                                 \
-            store_##ISA(s, a[r]);                                                                        \
-            out[r] = tokd_bf16_reduce16(s);                                                              \
-        }                                                                                                \
+        rows_##ISA(n, out, w, act, as, 4, 0);                                                            \
     }
 
 BF16_KERNELS(avx2)
@@ -259,13 +230,13 @@ BF16_KERNELS(avx512bf16)
         if (i < n) {                                                                                     \
             uint16_t ut[32], vt[32], xt[32];                                                             \
             const wv_##ISA u = wload_##ISA(padded(w0 + i, n - i, ut)), v = wload_##ISA(padded(w1 + i, n - i, vt)); \
-            for (int r = 0; r < 4; r++) {                                                                \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                        \
                 const uint16_t *x = padded(ROW(act, r, as) + i, n - i, xt);                              \
                 a0[r] = step_##ISA(a0[r], u, x);                                                         \
                 a1[r] = step_##ISA(a1[r], v, x);                                                         \
             }                                                                                            \
         }                                                                                                \
-        for (int r = 0; r < 4; r++) {                                                                    \
+        _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                            \
             float s[16];                                                                                 \
             store_##ISA(s, a0[r]);                                                                       \
             out[r] = tokd_bf16_reduce16(s);                                                              \

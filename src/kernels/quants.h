@@ -223,12 +223,12 @@ static inline float tokd_k_term2(float dx, float dmx, float dy, int32_t sumi, in
     return d * (float)sumi - dm * (float)summ;
 }
 
-/* F32 and F16 rows (activations F32): element i accumulates into lane i%32,
- * tokd_reduce32, below. Activation rows of F16 weights, rounded to F16 and kept as F32 (tokd_type_traits
- * .act_convert), as ggml's CPU backend converts them (its vec_dot_type for F16 rows is
- * F16): each element is the round trip through tokd_f32_to_f16, so each product with a
- * weight is exact in F32. The AVX2 form (dot_avx2.c) gives the same bits for every
- * input but NaN. */
+/* F32 and F16 rows (activations F32): element i accumulates into lane i%32, then
+ * tokd_reduce32 (above). The activation rows of F16 weights are rounded to F16 and kept
+ * as F32 (tokd_type_traits.act_convert), as ggml's CPU backend converts them (its
+ * vec_dot_type for F16 rows is F16): each element is the round trip through
+ * tokd_f32_to_f16, so each product with a weight is exact in F32. The AVX2 form
+ * (dot_avx2.c) gives the same bits for every input but NaN. */
 void tokd_f16_round_row(const float *src, void *dst, int64_t n);
 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n);
 

@@ -53,6 +53,7 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 }
 
 /* ---- the table ------------------------------------------------------------------- */
+
 /* The fixed fields; the selected kernels are filled in by kernels_init_once. */
 #define ROW(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)                                     \
     {.id = ID, .name = NAME, .blck = BLCK, .bytes = BYTES, .vec_dot_type = ACT, .to_float = TO, \
