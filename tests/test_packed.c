@@ -182,9 +182,12 @@ static void check_float_matmul(tokd_pool *pool2) {
             const tokd_type_traits *at = tokd_type_get(tt->vec_dot_type);
             const size_t ab = tokd_row_bytes(at, K);
             uint8_t *xr = tokd_xmalloc(ab * NA);
-            for (int64_t r = 0; r < NA; r++) at->from_float(x + r * K, xr + (size_t)r * ab, K);
-            if (types[ti] == GGML_TYPE_F16)
-                for (int64_t i = 0; i < NA * K; i++) ((float *)xr)[i] = tokd_f16_to_f32(tokd_f32_to_f16(x[i]));
+            for (int64_t r = 0; r < NA; r++) {
+                uint8_t *row = xr + (size_t)r * ab;
+                at->from_float(x + r * K, row, K);
+                if (types[ti] == GGML_TYPE_F16) /* stated here, not through act_convert */
+                    for (int64_t i = 0; i < K; i++) ((float *)row)[i] = tokd_f16_to_f32(tokd_f32_to_f16(x[r * K + i]));
+            }
             const tokd_matrix W = {.data = w, .tt = tt, .K = K, .n_out = N_OUT, .row_bytes = rb};
             float *y = tokd_xmalloc(sizeof(float) * NA * N_OUT);
             void *scratch = tokd_aligned_alloc(tokd_matmul_scratch_bytes(tt, K, NA));

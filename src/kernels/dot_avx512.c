@@ -41,7 +41,8 @@ static inline __m128i k4_scales_mins(const uint8_t *s) {
  * Each step of 32 weights (ESZ bytes each) primes the page TOKD_PK_DECODE_PRIME_SKIP
  * further than the packed decode kernels do and prefetches its lines
  * TOKD_PK_DECODE_LINE_PF ahead with prefetchnta, as packed_avx512.c's decode does; the
- * arithmetic is the plain form's, so the bits are too. TinyLlama shape in BF16, 2
+ * arithmetic is the plain form's, so the bits are too. TinyLlama shape in BF16 (whose rows
+ * used these kernels until the forty-first session), 2
  * threads, weights in huge pages (model.c): tg 17.9-18.0 tok/s plain, 22.9-23.9 with the
  * pages primed, 33.7-34.5 with the lines prefetched as well (BENCHMARKS.md, thirty-seventh
  * session). */
@@ -110,7 +111,7 @@ FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 0)
  * activation vector loaded once for both weight rows (the asm keeps GCC from folding the
  * load into each multiply, which loads it twice), sixteen sums in registers. Each
  * (weight row, activation row) pair's lanes take FLOAT_DOT_512's operations in order, so
- * each output has vec_dot's bits. BF16 TinyLlama shape, 2 threads, pp256 alternated with
+ * each output has vec_dot's bits. BF16 TinyLlama shape (then on these kernels), 2 threads, pp256 alternated with
  * the four-row form: 86-97 tok/s against 71-74 (BENCHMARKS.md, thirty-seventh session). */
 #define FLOAT_DOT2X4_512(NAME, LOAD16, LOAD1)                                                        \
     T512 void NAME(int64_t n, float out[8], const void *w0, size_t ws, const void *act, size_t act_stride) { \

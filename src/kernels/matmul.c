@@ -292,7 +292,7 @@ static void rows_from_memory(const tokd_type_traits *tt, int64_t K, const uint8_
         }
         return;
     }
-    const size_t esz = tt->bytes; /* F32, F16, BF16: blocks of one element */
+    const size_t esz = tt->bytes; /* F32, F16: blocks of one element */
     const size_t act_bytes = (size_t)rows * (size_t)body * sizeof(float);
     int64_t piece = body;
     if (act_bytes > FEW_ROWS_ACT_BYTES) {
@@ -362,10 +362,10 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_rows_part && tt->vec_dot4) {
-        /* a few activation rows (batched decode of F32/F16/BF16 weights): UNIT weight rows
+        /* a few activation rows (batched decode of F32/F16 weights): UNIT weight rows
            at a time from memory once, against the first one to four activation rows
            together (rows_from_memory), then from cache against the others, four at a
-           time; each output has one vec_dot's bits. BF16 TinyLlama shape, 2 threads
+           time; each output has one vec_dot's bits. BF16 TinyLlama shape (then on this path), 2 threads
            (bench_batch, two rounds alternated): a step of 2 sequences 41 ms against
            44-47 with the first row alone from memory, 4 sequences 50-53 against 74-77,
            8 sequences 97-98 against 110-114; F16 2 sequences 35-36 against 45-48
