@@ -27,23 +27,23 @@ void tokd_rope_apply_ref(float *x, int32_t n_heads, int32_t head_dim, int32_t n_
             int32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
             float c = cs[2 * i], s = cs[2 * i + 1];
             float x0 = v[a], x1 = v[b];
-            v[a] = x0 * c - x1 * s;
-            v[b] = x0 * s + x1 * c;
+            v[a] = fmaf(x0, c, -(x1 * s));
+            v[b] = fmaf(x0, s, x1 * c);
         }
     }
 }
 
-/* Normal style: lane 2i gets x0 * c + x1 * -s and lane 2i+1 x1 * c + x0 * s (the pair
- * swapped, times a sine with alternating sign); NEOX style: the two halves as two
- * vectors. Negation and the order of an addition's operands change no bits. The table
- * is expanded to those lanes first. */
+/* Normal style: with x0 and x1 each duplicated into both lanes of its pair, lane 2i is
+ * x0 * c - (x1 * s) and lane 2i+1 x0 * s + (x1 * c), one fmaddsub over the tables
+ * c2 = [c, s] and s2 = [s, c]; NEOX style: the two halves as two vectors, c2 = c and
+ * s2 = s. The table is expanded to those lanes first. */
 static void expand_table(const float *cs, int32_t half, bool neox, float *c2, float *s2) {
     for (int32_t i = 0; i < half; i++) {
         if (neox) {
             c2[i] = cs[2 * i], s2[i] = cs[2 * i + 1];
         } else {
-            c2[2 * i] = c2[2 * i + 1] = cs[2 * i];
-            s2[2 * i] = -cs[2 * i + 1], s2[2 * i + 1] = cs[2 * i + 1];
+            c2[2 * i] = s2[2 * i + 1] = cs[2 * i];
+            c2[2 * i + 1] = s2[2 * i] = cs[2 * i + 1];
         }
     }
 }
@@ -60,15 +60,14 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) static void rope_apply
             for (int32_t i = 0; i < half; i += 16) {
                 __m512 lo = _mm512_loadu_ps(v + i), hi = _mm512_loadu_ps(v + half + i);
                 __m512 c = _mm512_loadu_ps(c2 + i), s = _mm512_loadu_ps(s2 + i);
-                _mm512_storeu_ps(v + i, _mm512_sub_ps(_mm512_mul_ps(lo, c), _mm512_mul_ps(hi, s)));
-                _mm512_storeu_ps(v + half + i, _mm512_add_ps(_mm512_mul_ps(lo, s), _mm512_mul_ps(hi, c)));
+                _mm512_storeu_ps(v + i, _mm512_fmsub_ps(lo, c, _mm512_mul_ps(hi, s)));
+                _mm512_storeu_ps(v + half + i, _mm512_fmadd_ps(lo, s, _mm512_mul_ps(hi, c)));
             }
         } else {
             for (int32_t i = 0; i < n_rot; i += 16) {
-                __m512 a = _mm512_loadu_ps(v + i);
-                __m512 sw = _mm512_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1));
-                _mm512_storeu_ps(v + i, _mm512_add_ps(_mm512_mul_ps(a, _mm512_loadu_ps(c2 + i)),
-                                                      _mm512_mul_ps(sw, _mm512_loadu_ps(s2 + i))));
+                const __m512 a = _mm512_loadu_ps(v + i);
+                const __m512 x1s = _mm512_mul_ps(_mm512_movehdup_ps(a), _mm512_loadu_ps(s2 + i));
+                _mm512_storeu_ps(v + i, _mm512_fmaddsub_ps(_mm512_moveldup_ps(a), _mm512_loadu_ps(c2 + i), x1s));
             }
         }
     }
@@ -85,15 +84,14 @@ __attribute__((target("avx2,fma"))) static void rope_apply_256(float *x, int32_t
             for (int32_t i = 0; i < half; i += 8) {
                 __m256 lo = _mm256_loadu_ps(v + i), hi = _mm256_loadu_ps(v + half + i);
                 __m256 c = _mm256_loadu_ps(c2 + i), s = _mm256_loadu_ps(s2 + i);
-                _mm256_storeu_ps(v + i, _mm256_sub_ps(_mm256_mul_ps(lo, c), _mm256_mul_ps(hi, s)));
-                _mm256_storeu_ps(v + half + i, _mm256_add_ps(_mm256_mul_ps(lo, s), _mm256_mul_ps(hi, c)));
+                _mm256_storeu_ps(v + i, _mm256_fmsub_ps(lo, c, _mm256_mul_ps(hi, s)));
+                _mm256_storeu_ps(v + half + i, _mm256_fmadd_ps(lo, s, _mm256_mul_ps(hi, c)));
             }
         } else {
             for (int32_t i = 0; i < n_rot; i += 8) {
-                __m256 a = _mm256_loadu_ps(v + i);
-                __m256 sw = _mm256_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1));
-                _mm256_storeu_ps(v + i, _mm256_add_ps(_mm256_mul_ps(a, _mm256_loadu_ps(c2 + i)),
-                                                      _mm256_mul_ps(sw, _mm256_loadu_ps(s2 + i))));
+                const __m256 a = _mm256_loadu_ps(v + i);
+                const __m256 x1s = _mm256_mul_ps(_mm256_movehdup_ps(a), _mm256_loadu_ps(s2 + i));
+                _mm256_storeu_ps(v + i, _mm256_fmaddsub_ps(_mm256_moveldup_ps(a), _mm256_loadu_ps(c2 + i), x1s));
             }
         }
     }

@@ -102,10 +102,43 @@ static void check_freq_factors(void) {
     CHECK(worst < 1e-4, "RoPE table with factors off the angle in double by %g", worst);
 }
 
+/* The statement's rounding, pair by pair, in both styles: x0' = fma(x0, c, -(x1 * s)),
+ * x1' = fma(x0, s, x1 * c), as llama.cpp's GCC build computes it (rope.h). The inputs
+ * are such that two rounded products would differ in many places (counted). */
+static void check_fused(void) {
+    enum { N_ROT = 64, HEADS = 2 };
+    float cs[N_ROT], x[HEADS * N_ROT], want[HEADS * N_ROT], got[HEADS * N_ROT];
+    tokd_rope_table(cs, 37, N_ROT, 10000.0f, 1.0f, NULL);
+    int bad = 0, plain_differs = 0;
+    for (int neox = 0; neox < 2; neox++) {
+        for (int i = 0; i < HEADS * N_ROT; i++) x[i] = sinf(0.37f * (float)i + 0.1f) * 3.0f;
+        for (int h = 0; h < HEADS; h++)
+            for (int i = 0; i < N_ROT / 2; i++) {
+                const int a = h * N_ROT + (neox ? i : 2 * i), b = h * N_ROT + (neox ? i + N_ROT / 2 : 2 * i + 1);
+                const float c = cs[2 * i], s = cs[2 * i + 1], x0 = x[a], x1 = x[b];
+                const float p1 = x1 * s, p2 = x1 * c;
+                want[a] = fmaf(x0, c, -p1);
+                want[b] = fmaf(x0, s, p2);
+                const float q0 = x0 * c, q1 = x0 * s;
+                plain_differs += (q0 - p1 != want[a]) + (q1 + p2 != want[b]);
+            }
+        for (int path = 0; path < 3; path++) {
+            memcpy(got, x, sizeof x);
+            if (path == 0) tokd_rope_apply_ref(got, HEADS, N_ROT, N_ROT, neox, cs);
+            else if (path == 1) tokd_rope_apply(got, HEADS, N_ROT, N_ROT, neox, cs);
+            else if (tokd_rope_apply_avx2(got, HEADS, N_ROT, N_ROT, neox, cs)) continue;
+            bad += memcmp(got, want, sizeof got) != 0;
+        }
+    }
+    CHECK(plain_differs > 0, "the inputs tell the fused form from two rounded products (%d places)", plain_differs);
+    CHECK(bad == 0, "%d paths and styles differ from the fused rotation", bad);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_paths();
     check_rotation();
     check_freq_factors();
+    check_fused();
     T_DONE();
 }
