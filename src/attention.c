@@ -2,20 +2,25 @@
  *
  * The SIMD path takes all the query heads of one KV head at once, 16 keys at a time (a
  * KV page is 16 positions, or a multiple): each key row is read once for every head.
- * Sixteen dot products are folded into one vector of 16 scores by a butterfly of
- * 128-bit and 32-bit shuffles whose additions are exactly those of the F32 row tree
- * (lane l + lane l+16, then l+8, l+4, l+2, l+1), so no horizontal sums are left per key.
- * The exponentials, the double sum and the F16 rounding of probabilities then run 16
- * lanes wide, and the weighted sum of V keeps several heads' accumulators in registers
- * while each V row is loaded once.
+ * Sixteen dot products (one 16-lane chain each) are folded into one vector of 16 scores
+ * by a butterfly of 128-bit and 32-bit shuffles whose additions are exactly those of
+ * tokd_reduce16 (lane l + lane l+8, then l+4, l+2, l+1), so no horizontal sums are left
+ * per key. The exponentials and the F16 rounding of probabilities run 16 lanes wide;
+ * P x V sums each lane's keys in registers for several heads at once (pv_NV, below).
  *
  * CPUs with AVX2, FMA and F16C but no AVX-512 take the same path 8 keys at a time
- * (attn_256_NV: the 32-lane row tree as four 8-lane vectors, a 128-bit and two in-lane
- * shuffle steps per fold, the 16-lane double sum as four 4-double vectors, and P x V in
- * tiles of heads x columns that fit 16 registers): again the statement's bits. Each
- * group of 8 key rows is converted to F32 once for up to QK_HEADS query heads, which
- * then read it as floats (whole prefills alternated in one process, against converting
- * per head: 1.01-1.02x; decode steps at 200 keys 1.006).
+ * (attn_256_NV: the 16-lane chains as two 8-lane vectors, a 128-bit and two in-lane
+ * shuffle steps per fold, and P x V in tiles of heads x columns that fit 16 registers):
+ * again the statement's bits. Each group of 8 key rows is converted to F32 once for up
+ * to QK_HEADS query heads, which then read it as floats (whole prefills alternated in
+ * one process, against converting per head: 1.01-1.02x; decode steps at 200 keys 1.006).
+ *
+ * Until the forty-second session the scores took 32 lanes, the softmax sum 16 double
+ * lanes, P x V key order and the exponential tokd's own polynomial: within 1e-6 of
+ * llama.cpp, and BF16 models drifted from it at widths above 512 (BENCHMARKS.md). The
+ * 16-lane P x V costs passes and a fold: one call of 8 heads (hd 64) took 1.4 / 4.3 /
+ * 16.0 / 61.7 us at 32 / 128 / 512 / 2048 keys against 1.1 / 3.8 / 14.6 / 53.7 before
+ * (/tmp/s42/attbench.c, best of 7; the host is noisy to ~10 %).
  *
  * Both products, k * qh and p * v, multiply two F16 values (11 significant bits each),
  * so they are exact in F32: a fused multiply-add gives the same bits as the statement's
@@ -50,34 +55,48 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         float m = -INFINITY;
         for (int32_t t = 0; t < n_keys; t++) {
             const uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-            float lane[32] = {0};
+            float lane[16] = {0};
             for (int32_t i = 0; i < hd; i++) {
                 float prod = tokd_f16_to_f32(k[i]) * qh[i];
-                lane[i % 32] = lane[i % 32] + prod;
+                lane[i % 16] = lane[i % 16] + prod;
             }
-            float sc = tokd_reduce32(lane) * scale;
+            float sc = tokd_reduce16(lane) * scale;
             s[t] = sc;
             if (sc > m) m = sc;
         }
-        double lanes[16] = {0};
-        for (int32_t t = 0; t < n_keys; t++) {
-            s[t] = tokd_exp_neg(s[t] - m);
-            lanes[t % 16] += (double)s[t];
+        double sum = 0.0;
+        for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {
+            float e[16] = {0};
+            for (int32_t j = 0; j < 16 && t0 + j < n_keys; j++) e[j] = s[t0 + j] = tokd_exp(s[t0 + j] - m);
+            sum += (double)tokd_reduce16(e);
         }
-        for (int w = 8; w >= 1; w /= 2)
-            for (int i = 0; i < w; i++) lanes[i] = lanes[i] + lanes[i + w];
-        const float inv = (float)(1.0 / lanes[0]);
+        const float inv = (float)(1.0 / sum);
+        for (int32_t t = 0; t < n_keys; t++) s[t] = f16_round(s[t] * inv);
         float *o = out + (size_t)g * hd;
-        for (int32_t i = 0; i < hd; i++) o[i] = 0.0f;
-        for (int32_t t = 0; t < n_keys; t++) {
-            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-            float prob = s[t] * inv;
-            prob = f16_round(prob);
-            for (int32_t i = 0; i < hd; i++) {
-                float prod = prob * tokd_f16_to_f32(v[i]);
-                o[i] = o[i] + prod;
+        for (int32_t i = 0; i < hd; i++) {
+            float lane[16] = {0};
+            for (int32_t t = 0; t < n_keys; t++) {
+                const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
+                float prod = s[t] * tokd_f16_to_f32(v[i]);
+                lane[t % 16] = lane[t % 16] + prod;
             }
+            o[i] = tokd_reduce16(lane);
         }
+    }
+}
+
+/* P x V runs one pass per lane over a chunk of PV_CHUNK keys whose V rows stay in L1
+ * (16-32 KB at head sizes 64-128), then the next chunk, each lane's sum carried on from
+ * where the chunk before left it (the same additions in the same order). The chunk's row
+ * addresses are found once (v_rows), not per key and lane. */
+#define PV_CHUNK 128
+static inline void v_rows(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t hd, int32_t k0,
+                          int32_t k1, const uint16_t **rows) {
+    const int32_t bs = kv->block_size;
+    const uint16_t *v = NULL;
+    for (int32_t t = k0; t < k1; t++, v += hd) {
+        if (t == k0 || t % bs == 0) v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
+        rows[t - k0] = v;
     }
 }
 
@@ -122,7 +141,7 @@ TGT static void key_slot_init(void) {
 }
 
 /* The 16 dot products of qh (NV vectors) with 16 key rows already converted to F32 (kf:
- * rows of 16 * NV floats), in key order: each is the F32 row tree of types.h. The
+ * rows of 16 * NV floats), in key order: each the statement's 16-lane chain. The
  * caller converts a block of 16 keys once and runs every head of the group over it (a
  * conversion per key and head made the score pass twice as long). */
 #define DOT16F(NV)                                                                                     \
@@ -130,12 +149,10 @@ TGT static void key_slot_init(void) {
         __m512 r16[16];                                                                                \
         _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                        \
             const float *kr = kf + (size_t)j * 16 * NV;                                                \
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                                  \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c += 2) {                                  \
-                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a0);                         \
-                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c + 16), qv[c + 1], a1);                \
-            }                                                                                          \
-            r16[j] = _mm512_add_ps(a0, a1);                                                            \
+            __m512 a = _mm512_setzero_ps();                                                            \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                       \
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a);                           \
+            r16[j] = a;                                                                                \
         }                                                                                              \
         __m512 r8[8], r4[4], r2[2];                                                                    \
         _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);  \
@@ -144,32 +161,53 @@ TGT static void key_slot_init(void) {
         return _mm512_permutexvar_ps(order, fold1(r2[0], r2[1]));                                      \
     }
 
-/* out rows h < hc (HD floats each) = sum over keys t of p[h * n_pad + t] * V row t, in key
- * order. Called with hc == HC spelled as the constant, so that the accumulators are
- * registers (with a run-time count they lived on the stack: a load and a store per fma). */
+/* out rows h < hc (HD floats each) = sum over keys t of p[h * n_pad + t] * V row t in the
+ * statement's order: lane t % 16 sums its keys in order, then tokd_reduce16's tree. One
+ * pass per lane keeps a head tile's accumulators in registers (hc is the constant HC in
+ * every call: with a run-time count they lived on the stack); the 16 lane sums go to
+ * `part` and fold at the end. Every V row is still read once. */
 #define PV(NV)                                                                                         \
     TGT INLINE void pv_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,      \
                             int32_t n_keys, const float *p, int32_t n_pad, const int hc, float *out) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
-        const int32_t bs = kv->block_size;                                                             \
-        __m512 acc[HC][NV];                                                                            \
-        _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_setzero_ps();      \
-        for (int32_t t0 = 0; t0 < n_keys; t0 += bs) { /* page by page: no division per key */          \
-            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t0 / bs], layer, kvh);                       \
-            const int32_t te = n_keys - t0 < bs ? n_keys - t0 : bs;                                    \
-            for (int32_t j = 0; j < te; j++, v += HD) {                                                \
+        _Alignas(64) float part[16][HC * HD];                                                          \
+        const uint16_t *rows[PV_CHUNK];                                                                \
+        for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
+        const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
+        v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
+        for (int lane = 0; lane < 16; lane++) {                                                        \
+            __m512 acc[HC][NV];                                                                        \
+            _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                      \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                   \
+                    acc[h][c] = k0 ? _mm512_load_ps(&part[lane][h * HD + 16 * c]) : _mm512_setzero_ps(); \
+            for (int32_t i = lane; i < nk; i += 16) {                                                  \
                 __m512 vv[NV];                                                                         \
-                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(v + 16 * c);     \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(rows[i] + 16 * c); \
                 _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++) {                                \
-                    const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + t0 + j]);                   \
+                    const __m512 pb = _mm512_set1_ps(p[(size_t)h * n_pad + k0 + i]);                   \
                     _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) acc[h][c] = _mm512_fmadd_ps(pb, vv[c], acc[h][c]); \
                 }                                                                                      \
             }                                                                                          \
+            _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                      \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) _mm512_store_ps(&part[lane][h * HD + 16 * c], acc[h][c]); \
         }                                                                                              \
-        _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                          \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) _mm512_storeu_ps(out + (size_t)h * HD + 16 * c, acc[h][c]); \
+        }                                                                                              \
+        for (int i = 0; i < hc * HD; i += 16) {                                                        \
+            __m512 r8[8], r4[4];                                                                       \
+            _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                        \
+                r8[l] = _mm512_add_ps(_mm512_load_ps(&part[l][i]), _mm512_load_ps(&part[l + 8][i]));  \
+            _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) r4[l] = _mm512_add_ps(r8[l], r8[l + 4]); \
+            _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_add_ps(r4[0], r4[2]), _mm512_add_ps(r4[1], r4[3]))); \
+        }                                                                                              \
     }
+
+/* The 16 lanes of v folded as tokd_reduce16. */
+TGT INLINE float reduce16_512(__m512 v) {
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
 
 #define ATTN_512(NV)                                                                                   \
     DOT16F(NV)                                                                                         \
@@ -201,18 +239,13 @@ TGT static void key_slot_init(void) {
                 mv = _mm512_mask_max_ps(mv, valid, mv, _mm512_loadu_ps(s + t0));                       \
             }                                                                                          \
             const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mv));                                 \
-            __m512d sa = _mm512_setzero_pd(), sb = sa;                                                 \
+            double sum = 0.0;                                                                          \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
                 __mmask16 valid = n_keys - t0 >= 16 ? 0xFFFF : (__mmask16)((1u << (n_keys - t0)) - 1);  \
-                __m512 e = _mm512_maskz_mov_ps(valid, tokd_exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + t0), m))); \
+                __m512 e = _mm512_maskz_mov_ps(valid, tokd_exp16(_mm512_sub_ps(_mm512_loadu_ps(s + t0), m))); \
                 _mm512_storeu_ps(s + t0, e);                                                           \
-                sa = _mm512_add_pd(sa, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));                    \
-                sb = _mm512_add_pd(sb, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)))); \
+                sum += (double)reduce16_512(e);                                                        \
             }                                                                                          \
-            __m512d s8 = _mm512_add_pd(sa, sb);                                                        \
-            __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));     \
-            __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));         \
-            double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                       \
             const __m512 iv = _mm512_set1_ps((float)(1.0 / sum));                                      \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                              \
                 __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + t0), iv);                                \
@@ -239,9 +272,9 @@ ATTN_512(8)
 /* 8 F16 values of the cache as floats (exact). */
 TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-/* The 32 lanes of a row tree are four vectors a0..a3 (lanes 0-7, 8-15, 16-23, 24-31);
- * (a0 + a2) + (a1 + a3) are the steps l + l+16 and l + l+8, leaving 8 lanes per key.
- * Eight keys' vectors then fold into one vector of eight scores: */
+/* The 16 lanes of a score are two vectors a0, a1 (lanes 0-7, 8-15); a0 + a1 is the step
+ * l + l+8, leaving 8 lanes per key. Eight keys' vectors then fold into one vector of
+ * eight scores: */
 TGT256 INLINE __m256 fold4_256(__m256 a, __m256 b) { /* key x r8, key y r8 -> [x r4 | y r4] */
     return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
@@ -264,14 +297,12 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
  * hd 128 1.01x, one query head 1.00-1.04x (BENCHMARKS.md, twenty-fourth session). */
 #define DOT8(NV)                                                                                       \
     TGT256 INLINE __m256 dot8_row_##NV(const float *kr, const __m256 *qv) {                            \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                    \
-        for (int c = 0; c < NV; c += 4) {                                                              \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                                      \
+        for (int c = 0; c < NV; c += 2) {                                                              \
             a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                              \
             a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                      \
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 16), qv[c + 2], a2);                     \
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 24), qv[c + 3], a3);                     \
         }                                                                                              \
-        return _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3));                            \
+        return _mm256_add_ps(a0, a1);                                                                  \
     }                                                                                                  \
     TGT256 INLINE __m256 dot8_##NV(const float *k, const __m256 *qv) {                                 \
         __m256 f[2];                                                                                   \
@@ -286,34 +317,56 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
     }
 
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
- * of p[h * n_pad + t] * V row t, in key order. With 16 vector registers a tile of HC
- * heads by NVC vectors keeps its accumulators in registers (hc a constant in every call,
- * as in pv_NV); wider heads take several column tiles. */
+ * of p[h * n_pad + t] * V row t in the statement's order, as pv_NV: one pass per lane
+ * t % 16, the lane sums folded at the end. With 16 vector registers a tile of HC heads
+ * by NVC vectors keeps its accumulators in registers (hc a constant in every call, as in
+ * pv_NV); wider heads take several column tiles. */
 #define PV256(NV, NVC, HC)                                                                             \
     TGT256 INLINE void pv256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
                                   int32_t n_keys, const float *p, int32_t n_pad, const int hc, int c0, \
                                   float *out) {                                                        \
-        enum { HD = 8 * NV };                                                                          \
-        const int32_t bs = kv->block_size;                                                             \
-        __m256 acc[HC][NVC];                                                                           \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                           \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_setzero_ps();     \
-        for (int32_t t0 = 0; t0 < n_keys; t0 += bs) { /* page by page: no division per key */          \
-            const uint16_t *v = tokd_kv_v_rows(kv, blocks[t0 / bs], layer, kvh) + 8 * c0;              \
-            const int32_t te = n_keys - t0 < bs ? n_keys - t0 : bs;                                    \
-            for (int32_t j = 0; j < te; j++, v += HD) {                                                \
+        enum { HD = 8 * NV, W = 8 * NVC };                                                             \
+        _Alignas(32) float part[16][HC * W];                                                           \
+        const uint16_t *rows[PV_CHUNK];                                                                \
+        for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
+        const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
+        v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
+        for (int lane = 0; lane < 16; lane++) {                                                        \
+            __m256 acc[HC][NVC];                                                                       \
+            _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                       \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                  \
+                    acc[h][c] = k0 ? _mm256_load_ps(&part[lane][h * W + 8 * c]) : _mm256_setzero_ps(); \
+            for (int32_t i = lane; i < nk; i += 16) {                                                  \
+                const uint16_t *v = rows[i] + 8 * c0;                                                  \
                 __m256 vv[NVC];                                                                        \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) vv[c] = load_h8(v + 8 * c);      \
                 _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) {                                 \
-                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * n_pad + t0 + j);             \
+                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * n_pad + k0 + i);             \
                     _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_fmadd_ps(pb, vv[c], acc[h][c]); \
                 }                                                                                      \
             }                                                                                          \
+            _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                       \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) _mm256_store_ps(&part[lane][h * W + 8 * c], acc[h][c]); \
         }                                                                                              \
-        _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                           \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                      \
-                _mm256_storeu_ps(out + (size_t)h * HD + 8 * (c0 + c), acc[h][c]);                      \
+        }                                                                                              \
+        for (int h = 0; h < hc; h++)                                                                   \
+            for (int i = 0; i < W; i += 8) {                                                           \
+                __m256 r8[8], r4[4];                                                                   \
+                _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                    \
+                    r8[l] = _mm256_add_ps(_mm256_load_ps(&part[l][h * W + i]), _mm256_load_ps(&part[l + 8][h * W + i])); \
+                _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) r4[l] = _mm256_add_ps(r8[l], r8[l + 4]); \
+                _mm256_storeu_ps(out + (size_t)h * HD + 8 * c0 + i,                                    \
+                                 _mm256_add_ps(_mm256_add_ps(r4[0], r4[2]), _mm256_add_ps(r4[1], r4[3]))); \
+            }                                                                                          \
     }
+
+/* Keys t0 .. t0+15 as two vectors (lanes 0-7, 8-15) folded as tokd_reduce16. */
+TGT256 INLINE float reduce16_256(__m256 lo, __m256 hi) {
+    const __m256 a = _mm256_add_ps(lo, hi);
+    const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
+}
 
 /* Keys t0 .. t0+7 that exist (t < n_keys): all-ones lanes. */
 TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
@@ -373,22 +426,16 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
                 m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));                                            \
                 m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));                                              \
                 const __m256 m = _mm256_broadcastss_ps(m4);                                            \
-                __m256d d0 = _mm256_setzero_pd(), d1 = d0, d2 = d0, d3 = d0;                           \
+                double sum = 0.0;                                                                      \
                 for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                          \
                     __m256 e0 = _mm256_and_ps(valid8(n_keys, t0),                                      \
-                                              tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0), m))); \
+                                              tokd_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + t0), m)));   \
                     __m256 e1 = _mm256_and_ps(valid8(n_keys, t0 + 8),                                  \
-                                              tokd_exp_neg8(_mm256_sub_ps(_mm256_loadu_ps(s + t0 + 8), m))); \
+                                              tokd_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + t0 + 8), m))); \
                     _mm256_storeu_ps(s + t0, e0);                                                      \
                     _mm256_storeu_ps(s + t0 + 8, e1);                                                  \
-                    d0 = _mm256_add_pd(d0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));               \
-                    d1 = _mm256_add_pd(d1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));             \
-                    d2 = _mm256_add_pd(d2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));               \
-                    d3 = _mm256_add_pd(d3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));             \
+                    sum += (double)reduce16_256(e0, e1);                                               \
                 }                                                                                      \
-                __m256d s4 = _mm256_add_pd(_mm256_add_pd(d0, d2), _mm256_add_pd(d1, d3));              \
-                __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));     \
-                double sum = _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));                   \
                 const __m256 iv = _mm256_set1_ps((float)(1.0 / sum));                                  \
                 for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                           \
                     __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + t0), iv);                            \

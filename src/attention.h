@@ -5,15 +5,19 @@
  * the heads that share one KV head (grouped-query attention), bit for bit. forward.c
  * only schedules it.
  *
- * The numerics, for query head q (already in the caller's layout) over keys 0..n-1:
- *   qh = q rounded to F16 (llama.cpp's F16 cache multiplies F16 q by F16 K);
- *   s_t = dot(qh, k_t) * scale, dot in the F32 row order of types.h (element i into
- *         lane i%32 from zero, then tokd_reduce32's tree);
- *   m = max s_t;  e_t = tokd_exp_neg(s_t - m)  (vecmath.h: one fixed polynomial);
- *   S = sum of e_t in double: lane t%16 accumulates in t order, then the lanes fold
- *       i + 8, i + 4, i + 2, i + 1;   inv = (float)(1 / S);
- *   p_t = e_t * inv rounded to F16;  out = sum over t, in order, of p_t * v_t
- *         (multiply, then add, per element).
+ * The numerics, for query head q (already in the caller's layout) over keys 0..n-1, are
+ * those of llama.cpp's CPU attention (its F16 cache, without flash attention, on an
+ * AVX-512 build: K x Q and V x P are F16 products summed in 16 lanes, the softmax is
+ * ggml's), so that tokd's BF16 models give its logits bit for bit at any width and length:
+ *   qh = q rounded to F16;
+ *   s_t = dot(qh, k_t) * scale, dot in 16 lanes: element i into lane i%16 in order,
+ *         then tokd_reduce16's tree (quants.h);
+ *   m = max s_t;  e_t = tokd_exp(s_t - m)  (vecmath.h);
+ *   S = sum over chunks c of keys 16c..16c+15 (missing keys 0), in order, in double, of
+ *       tokd_reduce16 of the chunk's e_t (a float);  inv = (float)(1 / S);
+ *   p_t = e_t * inv rounded to F16;
+ *   out = 16 lanes: key t's p_t * v_t into lane t%16 in key order, then tokd_reduce16.
+ * Products of two F16 values are exact in F32, so each lane step is one rounding.
  * Every step depends only on the query and the keys at absolute positions 0..n-1, never
  * on the batch around it: batch invariance. */
 #ifndef TOKD_ATTENTION_H

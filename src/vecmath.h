@@ -4,22 +4,32 @@
  * libm's expf is scalar and its last bit is the library's business. These are stated
  * once as a sequence of float operations (scalar code in vecmath.c) and computed again
  * 16 lanes wide with AVX-512 and 8 lanes wide with AVX2 + FMA by the same operations, so
- * every path gives the same bits and batch invariance never depends on which ran. */
+ * every path gives the same bits and batch invariance never depends on which ran. The
+ * exponential is the one ggml's CPU backend computes 16 lanes wide on AVX-512 (its
+ * softmax and SiLU), so that attention and SwiGLU give llama.cpp's bits. */
 #ifndef TOKD_VECMATH_H
 #define TOKD_VECMATH_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
-/* exp(x) for x <= 0 (larger x is clamped to 0): Cody–Waite reduction by ln 2, a degree-7
- * polynomial, scaling by 2^n in two exact steps. Within 2 ulp of exp; 0 below -104. */
-float tokd_exp_neg(float x);
-/* y[i] = tokd_exp_neg(x[i]) (16 at a time where the CPU has AVX-512, 8 with AVX2; the
- * same bits). */
-void tokd_exp_neg_n(const float *x, float *y, int64_t n);
+/* exp(x), as ggml's AVX-512 expf computes it (the constants are its own):
+ *   n = (x * log2 e + 1.5 * 2^23, one fused rounding) - 1.5 * 2^23   (x / ln 2 rounded to
+ *       an integer, ties to even);
+ *   b = x - n * LN2_HI - n * LN2_LO   (two fused steps; LN2_HI has 16 significant bits);
+ *   j = ((C5 b + C4) b^2 + (C3 b + C2)) b^2 + (C1 b + 1)   (each bracket fused);
+ *   exp = j * 2^n rounded once (AVX-512's vscalefps; elsewhere two multiplications by
+ *         powers of two of which only the second can round), but 0 where n < -192 and
+ *         +inf where n > 192. NaN in, NaN out.
+ * Within 2 ulp of exp over the normal range. */
+float tokd_exp(float x);
+/* y[i] = tokd_exp(x[i]) (16 at a time where the CPU has AVX-512, 8 with AVX2; the same
+ * bits). */
+void tokd_exp_n(const float *x, float *y, int64_t n);
 
-/* SwiGLU in place: g[i] = silu(g[i]) * u[i], silu(g) = g / (1 + E) for g >= 0 and
- * (g * E) / (1 + E) below, E = tokd_exp_neg(-|g|) (never overflows). */
+/* SwiGLU in place: g[i] = silu(g[i]) * u[i], silu(g) = g / (1 + tokd_exp(-g)) (ggml's
+ * form: below about -88 the exponential is +inf and silu -0). */
 float tokd_silu(float g);
 void tokd_swiglu_n(float *g, const float *u, int64_t n);
 
@@ -44,75 +54,67 @@ void tokd_f32_to_f16_n(uint16_t *dst, const float *src, int64_t n);
 
 /* The AVX2 loops of the five, whatever path TOKD_KERNELS selected (for tests): 0, or -1
  * (nothing written) where the CPU lacks AVX2, FMA or F16C. */
-int tokd_exp_neg_n_avx2(const float *x, float *y, int64_t n);
+int tokd_exp_n_avx2(const float *x, float *y, int64_t n);
 int tokd_swiglu_n_avx2(float *g, const float *u, int64_t n);
 int tokd_rmsnorm_avx2(float *y, const float *x, const float *w, int32_t n, float eps);
 int tokd_add_n_avx2(float *a, const float *b, int64_t n);
 int tokd_f32_to_f16_n_avx2(uint16_t *dst, const float *src, int64_t n);
 
 /* ---- for the SIMD code of other modules ---- */
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_LN2_HI 0.693359375f     /* 9 significant bits: n * LN2_HI is exact for |n| <= 2^15 */
-#define EXP_LN2_LO -2.12194440e-4f  /* ln 2 - LN2_HI */
-#define EXP_MAGIC 12582912.0f       /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
-#define EXP_C7 (1.0f / 5040.0f)
-#define EXP_C6 (1.0f / 720.0f)
-#define EXP_C5 (1.0f / 120.0f)
-#define EXP_C4 (1.0f / 24.0f)
-#define EXP_C3 (1.0f / 6.0f)
-#define EXP_C2 0.5f
-
+#define EXP_LOG2E 0x1.715476p+0f
+#define EXP_SHIFT 0x1.8p23f /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
+#define EXP_LN2_HI 0x1.62e4p-1f
+#define EXP_LN2_LO 0x1.7f7d1cp-20f
+#define EXP_C5 0x1.0e4020p-7f
+#define EXP_C4 0x1.573e2ep-5f
+#define EXP_C3 0x1.555e66p-3f
+#define EXP_C2 0x1.fffdb6p-2f
+#define EXP_C1 0x1.ffffecp-1f
+#define EXP_N_MAX 192.0f /* beyond, the result is 0 or +inf without scaling */
 
 #define TOKD_VECMATH_TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
-TOKD_VECMATH_TGT static inline __attribute__((always_inline)) __m512 tokd_exp_neg16(__m512 x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* second operand returned when it is NaN */
-    x = _mm512_min_ps(_mm512_setzero_ps(), x);
-    __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E));
-    __m512 t = _mm512_add_ps(y, _mm512_set1_ps(EXP_MAGIC));
-    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(EXP_MAGIC));
-    __m512i ni = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x007fffff)),
-                                  _mm512_set1_epi32(0x00400000));
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_HI), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-EXP_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(EXP_C7);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_C2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23)));
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+TOKD_VECMATH_TGT static inline __attribute__((always_inline)) __m512 tokd_exp16(__m512 x) {
+    const __m512 shift = _mm512_set1_ps(EXP_SHIFT);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(EXP_LOG2E), shift), shift);
+    const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x));
+    const __m512 u = _mm512_mul_ps(b, b);
+    const __m512 hi = _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(EXP_C5), b, _mm512_set1_ps(EXP_C4)), u,
+                                      _mm512_fmadd_ps(_mm512_set1_ps(EXP_C3), b, _mm512_set1_ps(EXP_C2)));
+    const __m512 j = _mm512_fmadd_ps(hi, u, _mm512_fmadd_ps(_mm512_set1_ps(EXP_C1), b, _mm512_set1_ps(1.0f)));
+    const __m512 r = _mm512_scalef_ps(j, n);
+    const __m512 absn = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(n), _mm512_set1_epi32(0x7fffffff)));
+    const __mmask16 big = _mm512_cmp_ps_mask(absn, _mm512_set1_ps(EXP_N_MAX), _CMP_GT_OQ);
+    if (!big) return r;
+    const __mmask16 pos = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_GT_OQ);
+    const __m512 edge = _mm512_mask_blend_ps(pos, _mm512_setzero_ps(), _mm512_set1_ps(INFINITY));
+    return _mm512_mask_blend_ps(big, r, edge);
 }
 
-/* The same operations 8 lanes wide (AVX2 + FMA; _mm256_max_ps / _mm256_min_ps, like the
- * 512-bit ones, return the second operand when either is NaN). */
+/* The same operations 8 lanes wide (AVX2 + FMA). j * 2^n is (j * 2^(n - a)) * 2^a with a
+ * = n clamped to [-126, 127]: both factors normal floats, the first product exact (j is
+ * near 1 and |n - a| <= 66), so the one rounding is the second product's, as vscalefps
+ * rounds. NaN lanes give NaN through j whatever the integer conversion made of n. */
 #define TOKD_VECMATH_TGT256 __attribute__((target("avx2,fma,f16c")))
-TOKD_VECMATH_TGT256 static inline __attribute__((always_inline)) __m256 tokd_exp_neg8(__m256 x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x);
-    x = _mm256_min_ps(_mm256_setzero_ps(), x);
-    __m256 y = _mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E));
-    __m256 t = _mm256_add_ps(y, _mm256_set1_ps(EXP_MAGIC));
-    __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(EXP_MAGIC));
-    __m256i ni = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(t), _mm256_set1_epi32(0x007fffff)),
-                                  _mm256_set1_epi32(0x00400000));
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_HI), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-EXP_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(EXP_C7);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C5));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+TOKD_VECMATH_TGT256 static inline __attribute__((always_inline)) __m256 tokd_exp8(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(EXP_SHIFT);
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(EXP_LOG2E), shift), shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x));
+    const __m256 u = _mm256_mul_ps(b, b);
+    const __m256 hi = _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(EXP_C5), b, _mm256_set1_ps(EXP_C4)), u,
+                                      _mm256_fmadd_ps(_mm256_set1_ps(EXP_C3), b, _mm256_set1_ps(EXP_C2)));
+    const __m256 j = _mm256_fmadd_ps(hi, u, _mm256_fmadd_ps(_mm256_set1_ps(EXP_C1), b, _mm256_set1_ps(1.0f)));
+    const __m256 nc = _mm256_min_ps(_mm256_max_ps(n, _mm256_set1_ps(-EXP_N_MAX)), _mm256_set1_ps(EXP_N_MAX));
+    const __m256i k = _mm256_cvtps_epi32(nc);
+    const __m256i a = _mm256_min_epi32(_mm256_max_epi32(k, _mm256_set1_epi32(-126)), _mm256_set1_epi32(127));
     const __m256i bias = _mm256_set1_epi32(127);
-    p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23)));
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
+    const __m256 pa = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(a, bias), 23));
+    const __m256 pb = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(k, a), bias), 23));
+    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(j, pb), pa);
+    const __m256 absn = _mm256_and_ps(n, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+    const __m256 big = _mm256_cmp_ps(absn, _mm256_set1_ps(EXP_N_MAX), _CMP_GT_OQ);
+    if (_mm256_testz_ps(big, big)) return r;
+    const __m256 edge = _mm256_and_ps(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_GT_OQ), _mm256_set1_ps(INFINITY));
+    return _mm256_blendv_ps(r, edge, big);
 }
 
 #endif

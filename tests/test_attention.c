@@ -72,9 +72,61 @@ static void check_avx2_refusals(void) {
     tokd_kv_free(&kv);
 }
 
+/* The statement's summation orders, on rows where another order gives another result
+ * (every path, against values worked out by hand):
+ *  - a score is 16 lanes (element i in lane i % 16, lanes folded by tokd_reduce16):
+ *    products 2^24, 1, -2^24 at elements 0, 16, 32 share lane 0, where 2^24 + 1 rounds
+ *    to 2^24, so the score is 0 (32 lanes would pair elements 0 and 32 and give 1);
+ *  - P x V sums key t in lane t % 16: products 10920.1, 0.333, -10920.1 of keys 0, 1, 2
+ *    sit in three lanes and the tree adds the two large ones first (in key order the
+ *    0.333 would be rounded to 2^-10 inside 10920.1). */
+static void check_orders(void) {
+    enum { HD = 64, BS = 16 };
+    tokd_kv kv;
+    tokd_err err;
+    CHECK(tokd_kv_init(&kv, BS, 1, 1, 1, HD, &err) == 0, "kv init: %s", err.msg);
+    const int32_t blocks[1] = {0};
+    float q[HD], out[HD], scratch[64];
+    /* scores: key 0 crafted, key 1 zero; V rows 1 and 3: equal scores give 2 */
+    memset(kv.k, 0, sizeof(uint16_t) * BS * HD);
+    memset(kv.v, 0, sizeof(uint16_t) * BS * HD);
+    for (int i = 0; i < HD; i++) q[i] = 0.0f;
+    q[0] = q[16] = q[32] = 4096.0f;
+    q[16] = 1.0f;
+    kv.k[0] = tokd_f32_to_f16(4096.0f), kv.k[16] = tokd_f32_to_f16(1.0f), kv.k[32] = tokd_f32_to_f16(-4096.0f);
+    for (int i = 0; i < HD; i++) kv.v[i] = tokd_f32_to_f16(1.0f), kv.v[HD + i] = tokd_f32_to_f16(3.0f);
+    int bad = 0;
+    for (int path = 0; path < 3; path++) {
+        memset(out, 0, sizeof out);
+        if (path == 0) tokd_attention_ref(&kv, blocks, 0, 0, 2, q, 1, HD, out, scratch);
+        else if (path == 1) tokd_attention(&kv, blocks, 0, 0, 2, q, 1, HD, out, scratch);
+        else if (!has_avx2() || tokd_attention_avx2(&kv, blocks, 0, 0, 2, q, 1, HD, out, scratch)) continue;
+        for (int i = 0; i < HD; i++) bad += out[i] != 2.0f;
+    }
+    CHECK(bad == 0, "scores in 16 lanes: %d outputs not 2", bad);
+    /* P x V: three keys of equal score, p = 1/3 rounded to F16 */
+    memset(kv.k, 0, sizeof(uint16_t) * BS * HD);
+    for (int i = 0; i < HD; i++) {
+        kv.v[i] = tokd_f32_to_f16(32768.0f), kv.v[HD + i] = tokd_f32_to_f16(1.0f);
+        kv.v[2 * HD + i] = tokd_f32_to_f16(-32768.0f);
+    }
+    const float p = f16r((float)(1.0 / 3.0));
+    bad = 0;
+    for (int path = 0; path < 3; path++) {
+        memset(out, 0, sizeof out);
+        if (path == 0) tokd_attention_ref(&kv, blocks, 0, 0, 3, q, 1, HD, out, scratch);
+        else if (path == 1) tokd_attention(&kv, blocks, 0, 0, 3, q, 1, HD, out, scratch);
+        else if (!has_avx2() || tokd_attention_avx2(&kv, blocks, 0, 0, 3, q, 1, HD, out, scratch)) continue;
+        for (int i = 0; i < HD; i++) bad += out[i] != p;
+    }
+    CHECK(bad == 0, "P x V in 16 lanes: %d outputs not %.9g", bad, p);
+    tokd_kv_free(&kv);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_avx2_refusals();
+    check_orders();
     const int32_t hds[] = {32, 64, 128, 48};
     const int32_t groups[] = {1, 3, 8, 20}; /* 20: more heads than the AVX2 path scores at once */
     const int32_t bss[] = {16, 8, 24};

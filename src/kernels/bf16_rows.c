@@ -44,14 +44,10 @@
 
 #include "kernels/packed.h"
 #include "kernels/page_prime.h"
+#include "kernels/quants.h"
 #include "util.h"
 
-float tokd_bf16_reduce16(const float s[16]) {
-    float t8[8], t4[4];
-    for (int l = 0; l < 8; l++) t8[l] = s[l] + s[l + 8];
-    for (int l = 0; l < 4; l++) t4[l] = t8[l] + t8[l + 4];
-    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
-}
+float tokd_bf16_reduce16(const float s[16]) { return tokd_reduce16(s); }
 
 static inline float bf16_at(const uint8_t *p, int64_t i) {
     uint16_t h;

@@ -200,18 +200,23 @@ static inline float tokd_iq4_nl_term(const tokd_block_iq4_nl *x, const tokd_bloc
     return (TOKD_H2F(x->d) * TOKD_H2F(y->d)) * (float)tokd_iq4_nl_isum(x, y);
 }
 #undef TOKD_H2F
-/* Fixed reduction trees: eight lanes (the 32-element formats: block b goes to lane b%8)
- * and 32 lanes (F32/F16: element i goes to lane i%32; BF16 rows have ggml's AVX512-BF16
- * order instead, bf16_rows.h). */
+/* Fixed reduction trees: eight lanes (the 32-element formats: block b goes to lane b%8),
+ * 16 lanes (as GCC's _mm512_reduce_add_ps folds them: l + l+8, l + l+4, then
+ * (0 + 2) + (1 + 3); attention and BF16 rows sum in ggml's 16-lane orders) and 32 lanes
+ * (F32/F16: element i goes to lane i%32). */
 static inline float tokd_reduce8(const float a[8]) {
     float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
     return (r0 + r2) + (r1 + r3);
 }
-static inline float tokd_reduce32(const float s[32]) {
-    float r16[16], r8[8];
-    for (int l = 0; l < 16; l++) r16[l] = s[l] + s[l + 16];
-    for (int l = 0; l < 8; l++) r8[l] = r16[l] + r16[l + 8];
+static inline float tokd_reduce16(const float s[16]) {
+    float r8[8];
+    for (int l = 0; l < 8; l++) r8[l] = s[l] + s[l + 8];
     return tokd_reduce8(r8);
+}
+static inline float tokd_reduce32(const float s[32]) {
+    float r16[16];
+    for (int l = 0; l < 16; l++) r16[l] = s[l] + s[l + 16];
+    return tokd_reduce16(r16);
 }
 /* A K-quant super-block's float term from its exact integer sums. */
 static inline float tokd_k_term1(float dx, float dy, int32_t sumi) {
