@@ -18,6 +18,7 @@
 
 #include "gguf.h"
 #include "kernels/bf16_rows.h"
+#include "kernels/f32_rows.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
@@ -373,11 +374,11 @@ static void test_dot_rows(void) {
     static const struct {
         uint32_t id;
         tokd_vec_dot_rows_part_fn avx2, avx512;
-    } D[] = {{GGML_TYPE_F32, tokd_f32_rows_part_avx2, tokd_f32_rows_part_avx512},
-             {GGML_TYPE_F16, tokd_f16_rows_part_avx2, tokd_f16_rows_part_avx512}};
-    /* BF16 rows have no lane sums to hand on (bf16_rows.c): their few-row form is
-       vec_dot_stream_rows, test_bf16_rows */
+    } D[] = {{GGML_TYPE_F16, tokd_f16_rows_part_avx2, tokd_f16_rows_part_avx512}};
+    /* BF16 and F32 rows have no 32-lane sums to hand on (bf16_rows.c, f32_rows.c): their
+       few-row form is vec_dot_stream_rows, test_bf16_rows and test_f32_rows */
     CHECK(tokd_type_get(GGML_TYPE_BF16)->vec_dot_rows_part == NULL, "BF16 rows have no lane-sum form");
+    CHECK(tokd_type_get(GGML_TYPE_F32)->vec_dot_rows_part == NULL, "F32 rows have no lane-sum form");
     static const int64_t Ks[] = {32, 33, 64, 257, 2048 + 7, 5632};
     int64_t checks = 0, bad = 0;
     for (size_t d = 0; d < sizeof D / sizeof D[0]; d++) {
@@ -570,15 +571,101 @@ static void test_activation_rounding(void) {
  * both signs; so on such a CPU the statement is the instruction's own order. The
  * selected kernels are the best path's, the activations are BF16 and their AVX2
  * conversion is tokd_f32_to_bf16's, NaN included. */
+/* A float-row family's kernels on one path (f32_rows.c, bf16_rows.c). */
+typedef struct {
+    const char *name;
+    bool have;
+    tokd_vec_dot_fn dot, stream;
+    tokd_vec_dot4_fn dot4;
+    tokd_vec_dot2x4_fn dot2x4;
+    tokd_vec_dot_stream_rows_fn rows;
+} path;
+/* Unless TOKD_KERNELS forces a path: t's kernels are best's, or its statement where
+ * there is no path. */
+static void check_path_selected(const tokd_type_traits *t, const path *best) {
+    if (getenv("TOKD_KERNELS")) return;
+    CHECK(best ? t->vec_dot == best->dot && t->vec_dot_stream == best->stream && t->vec_dot4 == best->dot4 &&
+                     t->vec_dot2x4 == best->dot2x4 && t->vec_dot_stream_rows == best->rows
+               : t->vec_dot == t->vec_dot_ref,
+          "%s kernels of the best path (%s) selected", t->name, best ? best->name : "scalar");
+}
+
+/* F32 rows (f32_rows.c): the statement's order on crafted rows where another order gives
+ * another value, worked out by hand; every path's kernels equal the statement (one row,
+ * stream, four rows, two by four, one to four rows with padded strides) at lengths that
+ * are and are not multiples of 16; the best path is selected. */
+static void test_f32_rows(void) {
+    float w[80] = {0}, x[80];
+    for (int i = 0; i < 80; i++) x[i] = 1.0f;
+    float got;
+    /* 16 lanes: 2^24, 1, -2^24 at 0, 16, 32 share lane 0, where 2^24 + 1 rounds to 2^24
+       (32 lanes would give 1) */
+    w[0] = 16777216.0f, w[16] = 1.0f, w[32] = -16777216.0f;
+    tokd_f32_dot_ref(48, &got, w, x);
+    CHECK(got == 0.0f, "F32 rows of 48: 16 lanes (got %g, want 0)", got);
+    /* odd lengths: -1 in the 64-lane body, then (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 at
+       element 64: fused into the sum where it is among the last (n - 64) % 8 elements
+       (n = 65: 2^-11 + 2^-24), rounded to 1 + 2^-11 first where it is not (n = 73) */
+    memset(w, 0, sizeof w);
+    w[0] = -1.0f, w[64] = x[64] = 1.0f + 0x1p-12f;
+    tokd_f32_dot_ref(65, &got, w, x);
+    CHECK(got == 0x1p-11f + 0x1p-24f, "F32 rows of 65: the last product fused (got %a)", got);
+    tokd_f32_dot_ref(73, &got, w, x);
+    CHECK(got == 0x1p-11f, "F32 rows of 73: the ninth-last product rounded (got %a)", got);
+    x[64] = 1.0f;
+    const path P[] = {
+        {"avx2", have_avx2(), tokd_f32_dot_avx2, tokd_f32_stream_dot_avx2, tokd_f32_dot4_avx2, NULL,
+         tokd_f32_stream_rows_avx2},
+        {"avx512", have_avx512(), tokd_f32_dot_avx512, tokd_f32_stream_dot_avx512, tokd_f32_dot4_avx512,
+         tokd_f32_dot2x4_avx512, tokd_f32_stream_rows_avx512},
+    };
+    const tokd_type_traits *t = tokd_type_get(GGML_TYPE_F32);
+    CHECK(t->vec_dot_ref == tokd_f32_dot_ref, "F32 rows: the statement is f32_rows.c's");
+    check_path_selected(t, have_avx512() ? &P[1] : have_avx2() ? &P[0] : NULL);
+    static const int64_t Ks[] = {1, 15, 16, 48, 65, 73, 172, 256, 2048, 4096 + 16};
+    int64_t bad = 0, checks = 0;
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int64_t K = Ks[ki];
+        const size_t stride = sizeof(float) * (size_t)(K + 3 * (ki & 1)); /* padded strides too */
+        float *W = malloc(sizeof(float) * (size_t)K * 2), *A = malloc(stride * 4);
+        fill_data(W, 2 * K, (int)ki % 3);
+        for (int r = 0; r < 4; r++) fill_data((float *)((char *)A + r * stride), K, (int)(ki + r) % 3);
+        float ref[8];
+        for (int h = 0; h < 2; h++)
+            for (int r = 0; r < 4; r++) tokd_f32_dot_ref(K, &ref[4 * h + r], W + h * K, (char *)A + r * stride);
+        for (size_t p = 0; p < sizeof P / sizeof P[0]; p++) {
+            if (!P[p].have) continue;
+            float out[8];
+            for (int r = 0; r < 4; r++) {
+                P[p].dot(K, &out[0], W, (char *)A + r * stride);
+                P[p].stream(K, &out[1], W, (char *)A + r * stride);
+                bad += memcmp(&out[0], &ref[r], 4) != 0;
+                bad += memcmp(&out[1], &ref[r], 4) != 0;
+                checks += 2;
+            }
+            P[p].dot4(K, out, W, A, stride);
+            bad += memcmp(out, ref, 16) != 0;
+            checks++;
+            if (P[p].dot2x4) {
+                P[p].dot2x4(K, out, W, sizeof(float) * (size_t)K, A, stride);
+                bad += memcmp(out, ref, 32) != 0;
+                checks++;
+            }
+            for (int rows = 1; rows <= 4; rows++) {
+                float o[5];
+                o[rows] = -1.0f;
+                P[p].rows(K, o, W, A, stride, rows);
+                bad += memcmp(o, ref, sizeof(float) * (size_t)rows) != 0 || o[rows] != -1.0f;
+                checks++;
+            }
+        }
+        free(W);
+        free(A);
+    }
+    CHECK(bad == 0, "F32 kernels: %lld of %lld results differ from the statement", (long long)bad, (long long)checks);
+}
+
 static void test_bf16_rows(void) {
-    typedef struct {
-        const char *name;
-        bool have;
-        tokd_vec_dot_fn dot, stream;
-        tokd_vec_dot4_fn dot4;
-        tokd_vec_dot2x4_fn dot2x4;
-        tokd_vec_dot_stream_rows_fn rows;
-    } path;
     const bool bf16 = have_avx512() && tokd_cpu()->avx512bf16;
     const path P[] = {
         {"avx2", have_avx2(), tokd_bf16_dot_avx2, tokd_bf16_stream_dot_avx2, tokd_bf16_dot4_avx2, NULL,
@@ -590,13 +677,7 @@ static void test_bf16_rows(void) {
     };
     const tokd_type_traits *t = tokd_type_get(GGML_TYPE_BF16);
     CHECK(t->vec_dot_type == GGML_TYPE_BF16 && t->vec_dot_ref == tokd_bf16_dot_ref, "BF16 rows take BF16 activations");
-    if (!getenv("TOKD_KERNELS")) {
-        const path *best = bf16 ? &P[2] : have_avx512() ? &P[1] : have_avx2() ? &P[0] : NULL;
-        CHECK(best ? t->vec_dot == best->dot && t->vec_dot_stream == best->stream && t->vec_dot4 == best->dot4 &&
-                         t->vec_dot2x4 == best->dot2x4 && t->vec_dot_stream_rows == best->rows
-                   : t->vec_dot == tokd_bf16_dot_ref,
-              "BF16 kernels of the best path (%s) selected", best ? best->name : "scalar");
-    }
+    check_path_selected(t, bf16 ? &P[2] : have_avx512() ? &P[1] : have_avx2() ? &P[0] : NULL);
     static const int64_t Ks[] = {1, 7, 31, 32, 33, 64, 100, 257, 2048, 4096 + 5};
     int64_t checks = 0, bad = 0;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
@@ -879,6 +960,7 @@ int main(void) {
     test_activation_rounding();
     test_f16_activation_rows();
     test_bf16_rows();
+    test_f32_rows();
     test_q8_K_quantize();
     test_dot_accuracy();
     test_golden_models();

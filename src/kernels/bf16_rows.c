@@ -45,6 +45,7 @@
 #include "kernels/packed.h"
 #include "kernels/page_prime.h"
 #include "kernels/quants.h"
+#include "kernels/row_forms.h"
 #include "util.h"
 
 float tokd_bf16_reduce16(const float s[16]) { return tokd_reduce16(s); }
@@ -182,26 +183,7 @@ static inline const uint16_t *padded(const void *p, int64_t n, uint16_t buf[32])
             out[r] = tokd_bf16_reduce16(s);                                                              \
         }                                                                                                \
     }                                                                                                    \
-    TGT_##ISA void tokd_bf16_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {          \
-        rows_##ISA(n, out, w, act, 0, 1, 0);                                                             \
-    }                                                                                                    \
-    TGT_##ISA void tokd_bf16_stream_dot_##ISA(int64_t n, float *out, const void *w, const void *act) {   \
-        rows_##ISA(n, out, w, act, 0, 1, 1);                                                             \
-    }                                                                                                    \
-    /* decode of a few sequences: the weight row read once, with the stream's prefetches */            \
-    TGT_##ISA void tokd_bf16_stream_rows_##ISA(int64_t n, float *out, const void *w, const void *act, size_t as, \
-                                               int rows) {                                               \
-        switch (rows) {                                                                                  \
-        case 1: rows_##ISA(n, out, w, act, as, 1, 1); break;                                             \
-        case 2: rows_##ISA(n, out, w, act, as, 2, 1); break;                                             \
-        case 3: rows_##ISA(n, out, w, act, as, 3, 1); break;                                             \
-        default: rows_##ISA(n, out, w, act, as, 4, 1); break;                                            \
-        }                                                                                                \
-    }                                                                                                    \
-    /* prefill: four activation rows from cache */                                                      \
-    TGT_##ISA void tokd_bf16_dot4_##ISA(int64_t n, float out[4], const void *w, const void *act, size_t as) { \
-        rows_##ISA(n, out, w, act, as, 4, 0);                                                            \
-    }
+    TOKD_ROW_FORMS(bf16, ISA, TGT_##ISA)
 
 BF16_KERNELS(avx2)
 BF16_KERNELS(avx512)

@@ -101,7 +101,7 @@ A2 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n) {
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(src + i), 0)));
     tokd_f16_round_row(src + i, y + i, n - i);
 }
-/* ---- float rows: lane i%32, four vectors of eight ----------------------------------
+/* ---- F16 rows: lane i%32, four vectors of eight (F32 rows: f32_rows.c) ------------
  * The _stream forms are decode's (dot_avx512.c says why): each step of 32 weights primes
  * the page TOKD_PRIME_DIST ahead and prefetches its lines TOKD_PK_AVX2_DECODE_LINE_PF
  * ahead with prefetcht0, as packed_avx2_gemm.h's decode does; the same bits as the plain
@@ -133,11 +133,8 @@ A2 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n) {
         *out = tokd_reduce32(s);                                                                      \
     }
 
-#define F32_LOAD8(i) _mm256_loadu_ps((const float *)w + (i))
-#define F32_LOAD1(i) ((const float *)w)[i]
 #define F16_LOAD8(i) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + (i))))
 #define F16_LOAD1(i) h2f(ld16((const uint16_t *)w + (i)))
-FLOAT_DOT_AVX2(tokd_f32_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 0)
 FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 0)
 /* Four activation rows (tokd_vec_dot4_fn), two at a time: a pair's eight sums and the
  * weight vectors fill the sixteen registers (four rows' sixteen sums would spill), each
@@ -167,9 +164,7 @@ FLOAT_DOT_AVX2(tokd_f16_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 0)
             }                                                                                         \
         }                                                                                             \
     }
-FLOAT_DOT4_AVX2(tokd_f32_dot4_avx2, F32_LOAD8, F32_LOAD1)
 FLOAT_DOT4_AVX2(tokd_f16_dot4_avx2, F16_LOAD8, F16_LOAD1)
-FLOAT_DOT_AVX2(tokd_f32_stream_dot_avx2, F32_LOAD8, F32_LOAD1, 4, 1)
 FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
 /* Weights [0, n) of one row against one or a pair of activation rows (R), added into
  * their lane sums at acc (tokd_vec_dot_rows_part_fn), FLOAT_DOT4_AVX2's pass: with
@@ -219,7 +214,6 @@ FLOAT_DOT_AVX2(tokd_f16_stream_dot_avx2, F16_LOAD8, F16_LOAD1, 2, 1)
         if (rows == 3) NAME##_1(n, in2, acc + 64, w, x2, x2, 0, NULL);                                \
         if (rows >= 4) NAME##_2(n, in2, acc + 64, w, x2, (const float *)(a + 3 * act_stride), 0, NULL); \
     }
-FLOAT_DOT_PART_AVX2_ALL(tokd_f32_rows_part_avx2, F32_LOAD8, 4)
 FLOAT_DOT_PART_AVX2_ALL(tokd_f16_rows_part_avx2, F16_LOAD8, 2)
 
 /* ---- 32-element formats ------------------------------------------------------------ */

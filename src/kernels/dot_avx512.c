@@ -34,9 +34,10 @@ static inline __m128i k4_scales_mins(const uint8_t *s) {
 
 #define T512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
-/* ---- float rows: lane i%32, two vectors of sixteen ----
- * (BF16 rows have their own order and kernels: bf16_rows.c.)
- * The _stream forms are decode's (types.h, vec_dot_stream): F32 and F16 matrices
+/* ---- F16 rows: lane i%32, two vectors of sixteen ----
+ * (BF16 and F32 rows have their own orders and kernels: bf16_rows.c, f32_rows.c; F32
+ * rows used these until the forty-second session.)
+ * The _stream forms are decode's (types.h, vec_dot_stream): F16 matrices
  * have no packed layout, and one decode step reads each of their rows once, from memory.
  * Each step of 32 weights (ESZ bytes each) primes the page TOKD_PK_DECODE_PRIME_SKIP
  * further than the packed decode kernels do and prefetches its lines
@@ -73,11 +74,8 @@ static inline uint16_t ld16(const void *p) {
     memcpy(&h, p, 2);
     return h;
 }
-#define F32_LOAD16(i) _mm512_loadu_ps((const float *)w + (i))
-#define F32_LOAD1(i) ((const float *)w)[i]
 #define F16_LOAD16(i) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)w + (i))))
 #define F16_LOAD1(i) _cvtsh_ss(ld16((const uint16_t *)w + (i)))
-FLOAT_DOT_512(tokd_f32_dot_avx512, F32_LOAD16, F32_LOAD1, 4, 0)
 FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 0)
 /* Four activation rows (tokd_vec_dot4_fn: prefill, batched decode): each weight vector
  * loaded and converted once for the four, and eight independent sums instead of two, so
@@ -147,11 +145,8 @@ FLOAT_DOT_512(tokd_f16_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 0)
             }                                                                                        \
         }                                                                                            \
     }
-FLOAT_DOT2X4_512(tokd_f32_dot2x4_avx512, F32_LOAD16, F32_LOAD1)
 FLOAT_DOT2X4_512(tokd_f16_dot2x4_avx512, F16_LOAD16, F16_LOAD1)
-FLOAT_DOT4_512(tokd_f32_dot4_avx512, F32_LOAD16, F32_LOAD1)
 FLOAT_DOT4_512(tokd_f16_dot4_avx512, F16_LOAD16, F16_LOAD1)
-FLOAT_DOT_512(tokd_f32_stream_dot_avx512, F32_LOAD16, F32_LOAD1, 4, 1)
 FLOAT_DOT_512(tokd_f16_stream_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 1)
 /* Weights [0, n) of one row against R = 1..4 activation rows, added into their lane sums
  * (tokd_vec_dot_rows_part_fn: batched decode of a few sequences, matmul.c), each weight
@@ -206,7 +201,6 @@ FLOAT_DOT_512(tokd_f16_stream_dot_avx512, F16_LOAD16, F16_LOAD1, 2, 1)
         default: NAME##_4(n, acc_in, acc, w, act, act_stride, pf); break;                            \
         }                                                                                            \
     }
-FLOAT_DOT_PART_512_ALL(tokd_f32_rows_part_avx512, F32_LOAD16, 4)
 FLOAT_DOT_PART_512_ALL(tokd_f16_rows_part_avx512, F16_LOAD16, 2)
 
 /* ---- quantized rows, without VNNI ---- */

@@ -55,10 +55,6 @@ static inline int imax(int a, int b) { return a > b ? a : b; }
     for (int64_t i = 0; i < n; i++) s[i & 31] += (LOAD) * x[i];      \
     *out = tokd_reduce32(s);
 
-void tokd_f32_dot_ref(int64_t n, float *out, const void *w, const void *act) {
-    const float *wf = w, *x = act;
-    FLOAT_DOT_REF(wf[i])
-}
 static inline uint16_t load_u16(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);

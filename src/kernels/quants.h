@@ -228,8 +228,8 @@ static inline float tokd_k_term2(float dx, float dmx, float dy, int32_t sumi, in
     return d * (float)sumi - dm * (float)summ;
 }
 
-/* F32 and F16 rows (activations F32): element i accumulates into lane i%32, then
- * tokd_reduce32 (above). The activation rows of F16 weights are rounded to F16 and kept
+/* F16 rows (activations F32): element i accumulates into lane i%32, then tokd_reduce32
+ * (above); F32 rows have llama.cpp's order instead (f32_rows.h). The activation rows of F16 weights are rounded to F16 and kept
  * as F32 (tokd_type_traits.act_convert), as ggml's CPU backend converts them (its
  * vec_dot_type for F16 rows is F16): each element is the round trip through
  * tokd_f32_to_f16, so each product with a weight is exact in F32. The AVX2 form
@@ -237,7 +237,6 @@ static inline float tokd_k_term2(float dx, float dmx, float dy, int32_t sumi, in
 void tokd_f16_round_row(const float *src, void *dst, int64_t n);
 void tokd_f16_round_row_avx2(const float *src, void *dst, int64_t n);
 
-void tokd_f32_dot_ref(int64_t n, float *out, const void *w, const void *act);
 void tokd_f16_dot_ref(int64_t n, float *out, const void *w, const void *act);
 
 /* ---- SIMD (dot_avx2.c, dot_avx512.c); call only if the CPU has the features ------ */
@@ -247,7 +246,7 @@ void tokd_f16_dot_ref(int64_t n, float *out, const void *w, const void *act);
     TOKD_DOT_DECL(q5_1, ISA) TOKD_DOT_DECL(q8_0, ISA) TOKD_DOT_DECL(q2_K, ISA)               \
     TOKD_DOT_DECL(q3_K, ISA) TOKD_DOT_DECL(q4_K, ISA) TOKD_DOT_DECL(q5_K, ISA)               \
     TOKD_DOT_DECL(q6_K, ISA)
-#define TOKD_DOT_FLOAT(ISA) TOKD_DOT_DECL(f32, ISA) TOKD_DOT_DECL(f16, ISA)
+#define TOKD_DOT_FLOAT(ISA) TOKD_DOT_DECL(f16, ISA) /* F32 rows: f32_rows.h */
 TOKD_DOT_FLOAT(avx2) TOKD_DOT_QUANT(avx2)     /* dot_avx2.c: AVX2 + FMA + F16C */
 TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL */
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
@@ -256,13 +255,13 @@ TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \
-    TOKD_DOT_DECL(f32_stream, ISA) TOKD_DOT_DECL(f16_stream, ISA)
+    TOKD_DOT_DECL(f16_stream, ISA)
 TOKD_DOT_STREAM(avx2) TOKD_DOT_STREAM(avx512)
 /* ... and for one to four activation rows at once, into lane sums (tokd_vec_dot_rows_part_fn) */
 #define TOKD_DOT_PART_DECL(T, ISA)                                                                  \
     void tokd_##T##_rows_part_##ISA(int64_t n, const float *acc_in, float *acc, const void *w, const void *act, \
                                     size_t act_stride, int rows, const void *pf);
-#define TOKD_DOT_PART(ISA) TOKD_DOT_PART_DECL(f32, ISA) TOKD_DOT_PART_DECL(f16, ISA)
+#define TOKD_DOT_PART(ISA) TOKD_DOT_PART_DECL(f16, ISA)
 TOKD_DOT_PART(avx2) TOKD_DOT_PART(avx512)
 /* four activation rows at once (see tokd_vec_dot4_fn), dot_avx512.c */
 #define TOKD_DOT4_DECL(T, ISA) \
@@ -270,13 +269,13 @@ TOKD_DOT_PART(avx2) TOKD_DOT_PART(avx512)
 #define TOKD_DOT4_ALL(ISA) TOKD_DOT4_DECL(q4_0, ISA) TOKD_DOT4_DECL(q8_0, ISA) TOKD_DOT4_DECL(q4_K, ISA) TOKD_DOT4_DECL(q6_K, ISA) \
     TOKD_DOT4_DECL(iq4_nl, ISA) TOKD_DOT4_DECL(iq4_xs, ISA)
 TOKD_DOT4_ALL(avx512) TOKD_DOT4_ALL(avx512vnni)
-TOKD_DOT4_DECL(f32, avx512) TOKD_DOT4_DECL(f16, avx512) /* and dot_avx2.c: */
-TOKD_DOT4_DECL(f32, avx2) TOKD_DOT4_DECL(f16, avx2)
+TOKD_DOT4_DECL(f16, avx512) /* and dot_avx2.c: */
+TOKD_DOT4_DECL(f16, avx2)
 /* two weight rows against four activation rows (see tokd_vec_dot2x4_fn), dot_avx512.c */
 #define TOKD_DOT2X4_DECL(T)                                                                         \
     void tokd_##T##_dot2x4_avx512(int64_t n, float out[8], const void *w, size_t w_stride, const void *act, \
                                   size_t act_stride);
-TOKD_DOT2X4_DECL(f32) TOKD_DOT2X4_DECL(f16)
+TOKD_DOT2X4_DECL(f16)
 #undef TOKD_DOT4_ALL
 /* gemm_avx512.c (AVX-512 VNNI + VBMI): Q4_0 and Q8_0 products with prepared activation
  * rows (see tokd_gemm_fn and the layout in gemm_avx512.c). tokd_gemm_init builds the

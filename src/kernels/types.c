@@ -13,6 +13,7 @@
 
 #include "gguf.h"
 #include "kernels/bf16_rows.h"
+#include "kernels/f32_rows.h"
 #include "kernels/quants.h"
 #include "util.h"
 
@@ -102,7 +103,7 @@ typedef struct {
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
 static const simd_row simd_rows[] = {
-    FLOAT_SIMD(GGML_TYPE_F32, f32),       FLOAT_SIMD(GGML_TYPE_F16, f16),
+    FLOAT_SIMD(GGML_TYPE_F16, f16),
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
@@ -204,6 +205,8 @@ static void kernels_init_once(void) {
         }
         /* BF16 rows: ggml's AVX512-BF16 order on every path (bf16_rows.c); the instruction
            unless TOKD_KERNELS=nobf16 asks for its FMA form */
+        /* F32 rows: llama.cpp's order on every path (f32_rows.c) */
+        if (t->id == GGML_TYPE_F32) tokd_f32_select(t, avx2, avx512);
         if (t->id == GGML_TYPE_BF16)
             tokd_bf16_select(t, avx2, avx512, avx512 && cpu.avx512bf16 && !(force && strcmp(force, "nobf16") == 0));
     }
