@@ -44,6 +44,35 @@ static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(
 
 /* ---- the scalar statement ---- */
 
+/* dot(k, qh): 16 lanes where hd is a multiple of 16; else as ggml_vec_dot_f16 (its
+ * fallback when tinyBLAS refuses such a length): the first hd & ~63 elements in 64
+ * lanes, folded l + l+32 and l+16 + l+48, then l + l+16, then tokd_reduce16, and the
+ * rest added to that in double, in order. (Each product of two F16 values is exact.) */
+static float score_dot(const uint16_t *k, const float *qh, int32_t hd) {
+    if (hd % 16 == 0) {
+        float lane[16] = {0};
+        for (int32_t i = 0; i < hd; i++) {
+            float prod = tokd_f16_to_f32(k[i]) * qh[i];
+            lane[i % 16] = lane[i % 16] + prod;
+        }
+        return tokd_reduce16(lane);
+    }
+    const int32_t body = hd & ~63;
+    float s[64] = {0};
+    for (int32_t i = 0; i < body; i++) {
+        float prod = tokd_f16_to_f32(k[i]) * qh[i];
+        s[i % 64] = s[i % 64] + prod;
+    }
+    for (int l = 0; l < 16; l++) {
+        s[l] = s[l] + s[l + 32];
+        s[l + 16] = s[l + 16] + s[l + 48];
+    }
+    for (int l = 0; l < 16; l++) s[l] = s[l] + s[l + 16];
+    double sum = (double)tokd_reduce16(s);
+    for (int32_t i = body; i < hd; i++) sum += (double)(tokd_f16_to_f32(k[i]) * qh[i]);
+    return (float)sum;
+}
+
 void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                         const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
     const int32_t bs = kv->block_size;
@@ -55,12 +84,7 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         float m = -INFINITY;
         for (int32_t t = 0; t < n_keys; t++) {
             const uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-            float lane[16] = {0};
-            for (int32_t i = 0; i < hd; i++) {
-                float prod = tokd_f16_to_f32(k[i]) * qh[i];
-                lane[i % 16] = lane[i % 16] + prod;
-            }
-            float sc = tokd_reduce16(lane) * scale;
+            float sc = score_dot(k, qh, hd) * scale;
             s[t] = sc;
             if (sc > m) m = sc;
         }

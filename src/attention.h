@@ -11,7 +11,8 @@
  * ggml's), so that tokd's BF16 models give its logits bit for bit at any width and length:
  *   qh = q rounded to F16;
  *   s_t = dot(qh, k_t) * scale, dot in 16 lanes: element i into lane i%16 in order,
- *         then tokd_reduce16's tree (quants.h);
+ *         then tokd_reduce16's tree (quants.h); a head size that is not a multiple of
+ *         16 takes ggml_vec_dot_f16's order instead (attention.c, score_dot);
  *   m = max s_t;  e_t = tokd_exp(s_t - m)  (vecmath.h);
  *   S = sum over chunks c of keys 16c..16c+15 (missing keys 0), in order, in double, of
  *       tokd_reduce16 of the chunk's e_t (a float);  inv = (float)(1 / S);

@@ -337,7 +337,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
         announce(pool, n, &L->w_down, NULL, NULL);
         tokd_profile_enter(TOKD_STAGE_FFN_UP);
-        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_n, c->act);
+        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_cols, c->act);
         tokd_profile_enter(TOKD_STAGE_OTHER);
         if (l + 1 < hp->n_layer) announce(pool, n, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
         else announce(pool, n, &m->output, NULL, NULL);

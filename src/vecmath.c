@@ -180,6 +180,15 @@ void tokd_swiglu_n(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) g[i] = tokd_silu(g[i]) * u[i];
 }
 
+void tokd_swiglu_cols(float *g, const float *u, int64_t n, int64_t col0, int64_t width) {
+    const int64_t body = width - width % 16, split = body - col0 < 0 ? 0 : body - col0 < n ? body - col0 : n;
+    tokd_swiglu_n(g, u, split);
+    for (int64_t i = split; i < n; i++) {
+        const float s = g[i] / (1.0f + expf(-g[i]));
+        g[i] = s * u[i];
+    }
+}
+
 int tokd_exp_n_avx2(const float *x, float *y, int64_t n) {
     if (!tokd_cpu_avx2()) return -1;
     exp_256(x, y, n);

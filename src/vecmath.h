@@ -32,6 +32,11 @@ void tokd_exp_n(const float *x, float *y, int64_t n);
  * form: below about -88 the exponential is +inf and silu -0). */
 float tokd_silu(float g);
 void tokd_swiglu_n(float *g, const float *u, int64_t n);
+/* The FFN's SwiGLU over columns [col0, col0 + n) of a row `width` wide (g, u at column
+ * col0): tokd_swiglu_n, except for the last width % 16 columns of the row, where ggml
+ * computes silu with libm's expf (its vector loop takes 16 at a time): there
+ * silu(g) = g / (1 + expf(-g)). A tokd_pair_epilogue_fn (kernels/matmul.h). */
+void tokd_swiglu_cols(float *g, const float *u, int64_t n, int64_t col0, int64_t width);
 
 /* RMSNorm of one row: y[i] = (x[i] * s) * w[i], s = 1 / sqrtf(mean + eps), mean =
  * (float)(S / n). S, the sum of the squares (each x[i] * x[i] rounded to float), is taken

@@ -330,10 +330,10 @@ static void check_matmul_pair(void) {
                 for (int64_t i = 0; i < K * nr; i++) X[i] = (float)t_rand_pm1(&rng);
                 float *ga = calloc((size_t)(ld * nr), sizeof(float)), *ua = calloc((size_t)(ld * nr), sizeof(float));
                 float *gb = calloc((size_t)(ld * nr), sizeof(float)), *ub = calloc((size_t)(ld * nr), sizeof(float));
-                tokd_matmul_pair(pool, &M[0], &M[1], X, K, nr, ga, ua, ld, tokd_swiglu_n, scratch);
+                tokd_matmul_pair(pool, &M[0], &M[1], X, K, nr, ga, ua, ld, tokd_swiglu_cols, scratch);
                 tokd_matmul(pool, &M[0], X, K, nr, gb, ld, scratch);
                 tokd_matmul(pool, &M[1], X, K, nr, ub, ld, scratch);
-                for (int64_t r = 0; r < nr; r++) tokd_swiglu_n(gb + r * ld, ub + r * ld, n_out);
+                for (int64_t r = 0; r < nr; r++) tokd_swiglu_cols(gb + r * ld, ub + r * ld, n_out, 0, n_out);
                 bad += memcmp(ga, gb, sizeof(float) * (size_t)(ld * nr)) != 0 || memcmp(ua, ub, sizeof(float) * (size_t)(ld * nr)) != 0;
                 cases++;
                 free(X), free(ga), free(ua), free(gb), free(ub);

@@ -101,6 +101,37 @@ static void check_silu(void) {
     free(y);
 }
 
+/* The FFN's SwiGLU by columns: the row's last width % 16 columns in ggml's scalar form
+ * (libm's expf), the others tokd_swiglu_n's, whatever the split into calls; the inputs
+ * tell the two forms apart somewhere. */
+static void check_swiglu_cols(void) {
+    enum { W = 1000 + 13 };
+    float g[W], u[W], want[W], got[W];
+    for (int i = 0; i < W; i++) g[i] = -12.0f + 24.0f * (float)i / (float)W, u[i] = 0.5f + (float)(i % 7) * 0.25f;
+    const int body = W - W % 16;
+    memcpy(want, g, sizeof g);
+    tokd_swiglu_n(want, u, body);
+    int forms_differ = 0;
+    for (int i = body; i < W; i++) {
+        const float s = g[i] / (1.0f + expf(-g[i])), v = tokd_silu(g[i]);
+        forms_differ += s != v;
+        want[i] = s * u[i];
+    }
+    for (int i = 0; i < body; i++) {
+        const float v = tokd_silu(g[i]) * u[i], s = g[i] / (1.0f + expf(-g[i])) * u[i];
+        forms_differ += v != s;
+    }
+    int bad = 0;
+    for (int split = 0; split <= W; split += 97) { /* two calls, split anywhere */
+        memcpy(got, g, sizeof g);
+        tokd_swiglu_cols(got, u, split, 0, W);
+        tokd_swiglu_cols(got + split, u + split, W - split, split, W);
+        bad += memcmp(got, want, sizeof got) != 0;
+    }
+    CHECK(forms_differ > 0, "the SwiGLU inputs tell libm's form from tokd_exp's");
+    CHECK(bad == 0, "%d splits of tokd_swiglu_cols differ from its statement", bad);
+}
+
 static float bits_f(uint32_t b) {
     float f;
     memcpy(&f, &b, 4);
@@ -303,6 +334,7 @@ int main(void) {
     tokd_kernels_init();
     check_exp();
     check_silu();
+    check_swiglu_cols();
     check_avx2();
     check_rmsnorm();
     check_moves();

@@ -362,7 +362,7 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_rows_part && tt->vec_dot4) {
-        /* a few activation rows (batched decode of F32/F16 weights): UNIT weight rows
+        /* a few activation rows (batched decode of F16 weights): UNIT weight rows
            at a time from memory once, against the first one to four activation rows
            together (rows_from_memory), then from cache against the others, four at a
            time; each output has one vec_dot's bits. BF16 TinyLlama shape (then on this path), 2 threads
@@ -382,12 +382,14 @@ static void matmul_chunk(const matmul_job *j, int m, int64_t o0, int64_t o1) {
         return;
     }
     if (j->n_rows <= DECODE_MAX_ROWS && tt->vec_dot_stream_rows) {
-        /* a few activation rows, without lane sums to hand on (BF16): UNIT weight rows at
+        /* a few activation rows, without 32-lane sums to hand on (BF16, F32): UNIT weight rows at
            a time, each read from memory once against the first one to four activation
            rows together (vec_dot_stream_rows), then from cache against the others. BF16
            TinyLlama shape, 2 threads (bench_batch): steps of 2, 4, 8 and 16 sequences
            31, 44, 69 and 115 ms, against 39, 53, 98 and 172 with the F32-activation
-           kernels and rows_from_memory before (BENCHMARKS.md, forty-first session) */
+           kernels and rows_from_memory before (BENCHMARKS.md, forty-first session); F32
+           2, 3, 4 sequences 125-129, 143-145, 181-188 ms against 133, 190, 187-191 on
+           rows_from_memory (forty-second session) */
         const int first = (int)((j->n_rows - 1) % 4) + 1;
         float out[4];
         for (int64_t t0 = o0; t0 < o1; t0 += UNIT) {
@@ -421,7 +423,8 @@ static void run_units(const matmul_job *j, int64_t u0, int64_t u1) {
         if (o0 >= o1) return;
         matmul_chunk(j, 0, o0, o1);
         matmul_chunk(j, 1, o0, o1);
-        for (int64_t r = 0; r < j->n_rows; r++) j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0);
+        for (int64_t r = 0; r < j->n_rows; r++)
+            j->epi(j->Ys[0] + r * j->ldys[0] + o0, j->Ys[1] + r * j->ldys[1] + o0, o1 - o0, o0, n_out);
         return;
     }
     int64_t o0, o1;
@@ -726,7 +729,8 @@ typedef struct {
 static void epilogue_region(void *arg, int ith, int nth) {
     epilogue_job *e = arg;
     int64_t per = ((e->n_out + nth - 1) / nth + 15) & ~(int64_t)15, o0 = per * ith, o1 = o0 + per < e->n_out ? o0 + per : e->n_out;
-    for (int64_t r = 0; o0 < o1 && r < e->n_rows; r++) e->epi(e->Ya + r * e->ldy + o0, e->Yb + r * e->ldy + o0, o1 - o0);
+    for (int64_t r = 0; o0 < o1 && r < e->n_rows; r++)
+        e->epi(e->Ya + r * e->ldy + o0, e->Yb + r * e->ldy + o0, o1 - o0, o0, e->n_out);
 }
 
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,

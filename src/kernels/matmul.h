@@ -72,9 +72,11 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
  * and up projections with SwiGLU). Prefill computes each chunk of rows in both matrices
  * and then passes it through epi(ya, yb, n) (which writes ya) while the weights stream;
  * decode (up to TOKD_DECODE_MAX_ROWS rows) runs tokd_matmul_n and then epi in a region of its own,
- * which streams the weights faster (matmul.c). epi must compute each element from its
- * own inputs only, so the chunking changes no bit. Yb holds Wb X afterwards. */
-typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n);
+ * which streams the weights faster (matmul.c). epi(ya, yb, n, col0, width) gets columns
+ * [col0, col0 + n) of a row `width` wide (ya and yb at column col0), and must compute
+ * each element from its own inputs and column only, so the chunking changes no bit. Yb
+ * holds Wb X afterwards. */
+typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n, int64_t col0, int64_t width);
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
                       int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
 
