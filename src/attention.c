@@ -203,7 +203,7 @@ TGT static void key_slot_init(void) {
             __m512 acc[HC][NV];                                                                        \
             _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                   \
-                    acc[h][c] = k0 ? _mm512_load_ps(&part[lane][h * HD + 16 * c]) : _mm512_setzero_ps(); \
+                    acc[h][c] = k0 && h < hc ? _mm512_load_ps(&part[lane][h * HD + 16 * c]) : _mm512_setzero_ps(); \
             for (int32_t i = lane; i < nk; i += 16) {                                                  \
                 __m512 vv[NV];                                                                         \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) vv[c] = load_h16(rows[i] + 16 * c); \
@@ -359,7 +359,7 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
             __m256 acc[HC][NVC];                                                                       \
             _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                       \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                  \
-                    acc[h][c] = k0 ? _mm256_load_ps(&part[lane][h * W + 8 * c]) : _mm256_setzero_ps(); \
+                    acc[h][c] = k0 && h < hc ? _mm256_load_ps(&part[lane][h * W + 8 * c]) : _mm256_setzero_ps(); \
             for (int32_t i = lane; i < nk; i += 16) {                                                  \
                 const uint16_t *v = rows[i] + 8 * c0;                                                  \
                 __m256 vv[NVC];                                                                        \
