@@ -14,7 +14,7 @@
  * does on the hosts measured: 32 M random lanes against the instruction on AMD Zen 5
  * gave 0 differences for odd-then-even with one rounding per add, 3.4 M for even-then-
  * odd, 2.6 M for one rounding of the pair's sum. A row whose length is not a multiple of
- * 32 goes on with zero elements. The lane sums fold as GCC's _mm512_reduce_add_ps does:
+ * 32 goes on with zero elements. The lane sums fold as GCC's _mm512_reduce_add_ps does (tokd_reduce16, quants.h):
  * lanes l and l+8, then l and l+4, then (0+2) + (1+3).
  *
  * The paths. The instruction where the CPU has it (avx512bf16); elsewhere each add is one
@@ -48,8 +48,6 @@
 #include "kernels/row_forms.h"
 #include "util.h"
 
-float tokd_bf16_reduce16(const float s[16]) { return tokd_reduce16(s); }
-
 static inline float bf16_at(const uint8_t *p, int64_t i) {
     uint16_t h;
     memcpy(&h, p + 2 * i, 2);
@@ -65,7 +63,7 @@ void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act) {
                 const int64_t i = c + 2 * l + h;
                 s[l] += i < n ? bf16_at(wp, i) * bf16_at(xp, i) : 0.0f;
             }
-    *out = tokd_bf16_reduce16(s);
+    *out = tokd_reduce16(s);
 }
 
 /* ---- the paths' operations -------------------------------------------------------- */
@@ -180,7 +178,7 @@ static inline const uint16_t *padded(const void *p, int64_t n, uint16_t buf[32])
         _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                                            \
             float s[16];                                                                                 \
             store_##ISA(s, a[r]);                                                                        \
-            out[r] = tokd_bf16_reduce16(s);                                                              \
+            out[r] = tokd_reduce16(s);                                                              \
         }                                                                                                \
     }                                                                                                    \
     TOKD_ROW_FORMS(bf16, ISA, TGT_##ISA)
@@ -217,9 +215,9 @@ BF16_KERNELS(avx512bf16)
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; r++) {                                            \
             float s[16];                                                                                 \
             store_##ISA(s, a0[r]);                                                                       \
-            out[r] = tokd_bf16_reduce16(s);                                                              \
+            out[r] = tokd_reduce16(s);                                                              \
             store_##ISA(s, a1[r]);                                                                       \
-            out[4 + r] = tokd_bf16_reduce16(s);                                                          \
+            out[4 + r] = tokd_reduce16(s);                                                          \
         }                                                                                                \
     }
 BF16_DOT2X4(avx512)

@@ -11,8 +11,6 @@
 
 /* The scalar statement of the order (tokd_vec_dot_fn; act holds n BF16 values). */
 void tokd_bf16_dot_ref(int64_t n, float *out, const void *w, const void *act);
-/* Its 16 lane sums folded as GCC's _mm512_reduce_add_ps folds them. */
-float tokd_bf16_reduce16(const float s[16]);
 /* F32 activations to BF16: tokd_f32_to_bf16 of each (the BF16 row's from_float), eight
  * or sixteen at a time; the same bits, NaNs included. */
 void tokd_bf16_act_avx2(const float *x, void *dst, int64_t n);
