@@ -14,8 +14,8 @@
  * does on the hosts measured: 32 M random lanes against the instruction on AMD Zen 5
  * gave 0 differences for odd-then-even with one rounding per add, 3.4 M for even-then-
  * odd, 2.6 M for one rounding of the pair's sum. A row whose length is not a multiple of
- * 32 goes on with zero elements. The lane sums fold as GCC's _mm512_reduce_add_ps does (tokd_reduce16, quants.h):
- * lanes l and l+8, then l and l+4, then (0+2) + (1+3).
+ * 32 goes on with zero elements. The lane sums fold as GCC's _mm512_reduce_add_ps does
+ * (tokd_reduce16, quants.h): lanes l and l+8, then l and l+4, then (0+2) + (1+3).
  *
  * The paths. The instruction where the CPU has it (avx512bf16); elsewhere each add is one
  * FMA of the two BF16 values widened to F32 (avx512, avx2: odd elements are the high
