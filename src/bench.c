@@ -376,15 +376,15 @@ static uint64_t lcg(uint64_t *s) {
     return *s >> 33;
 }
 
-/* Decode steps from position 0 with step_profile.h counting; untimed by the tg figures. */
-static int profile_decode(tokd_ctx *c, int steps, int32_t n_vocab, uint64_t *rng, float *logits, tokd_bench_result *r,
-                          tokd_err *err) {
-    tokd_seq_truncate(c, 0, 0);
+/* Decode steps from position depth with step_profile.h counting; untimed by the tg figures. */
+static int profile_decode(tokd_ctx *c, int32_t depth, int steps, int32_t n_vocab, uint64_t *rng, float *logits,
+                          tokd_bench_result *r, tokd_err *err) {
+    tokd_seq_truncate(c, 0, depth);
     tokd_profile_start(true);
     const double t0 = tokd_now();
     const uint64_t c0 = __rdtsc();
     int rc = 0;
-    for (int32_t i = 0; i < steps && !rc; i++) {
+    for (int32_t i = depth; i < depth + steps && !rc; i++) {
         tokd_batch_entry e = {(int32_t)(lcg(rng) % (uint64_t)n_vocab), i, 0, true};
         rc = tokd_forward(c, &e, 1, logits, err);
     }
@@ -400,7 +400,7 @@ static int profile_decode(tokd_ctx *c, int steps, int32_t n_vocab, uint64_t *rng
 int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err *err) {
     memset(r, 0, sizeof *r);
     if (p->reps < 1 || p->reps > TOKD_BENCH_MAX_REPS) return tokd_seterr(err, "repetitions %d out of range (1..%d)", p->reps, TOKD_BENCH_MAX_REPS);
-    if (p->n_prompt < 0 || p->n_gen < 0) return tokd_seterr(err, "negative token counts");
+    if (p->n_prompt < 0 || p->n_gen < 0 || p->n_depth < 0) return tokd_seterr(err, "negative token counts");
     tokd_model *m = tokd_model_load(p->model_path, err);
     if (!m) return -1;
     const tokd_hparams *hp = &m->hp;
@@ -422,8 +422,8 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     }
     count_matrix(&m->output, r);
     r->bytes_per_token += m->tok_embd.row_bytes + (uint64_t)hp->n_embd * sizeof(float);
-    /* mean KV cache read per decode step: positions 1..n_gen */
-    r->bytes_per_token += (uint64_t)((double)tokd_kv_bytes_per_token(m) * (p->n_gen + 1) / 2.0);
+    /* mean KV cache read per decode step: positions d+1..d+n_gen */
+    r->bytes_per_token += (uint64_t)((double)tokd_kv_bytes_per_token(m) * (p->n_depth + (p->n_gen + 1) / 2.0));
 
     tokd_ctx_params cp;
     tokd_ctx_params_default(&cp);
@@ -431,7 +431,12 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     cp.n_batch = p->n_prompt > 32 ? p->n_prompt : 32;
     int32_t need = (p->n_prompt > p->n_gen ? p->n_prompt : p->n_gen) + 32;
     if (p->profile_steps + 32 > need) need = p->profile_steps + 32;
-    cp.n_ctx = need;
+    if ((int64_t)need + p->n_depth > (1 << 24)) {
+        tokd_seterr(err, "depth %d too large", p->n_depth);
+        tokd_model_free(m);
+        return -1;
+    }
+    cp.n_ctx = need + p->n_depth;
     int rc = -1;
     tokd_batch_entry *batch = NULL;
     float *logits = NULL;
@@ -453,12 +458,22 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     batch[0] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), nw, 0, true};
     if (tokd_forward(c, batch, 1, logits, err)) goto done;
 
+    /* the depth: filled once, untimed, in batches of n_batch; every run cuts back to it */
+    const int32_t d = p->n_depth;
+    tokd_seq_truncate(c, 0, 0);
+    for (int32_t i0 = 0; i0 < d; i0 += cp.n_batch) {
+        const int32_t nb = d - i0 < cp.n_batch ? d - i0 : cp.n_batch;
+        for (int32_t i = 0; i < nb; i++)
+            batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i0 + i, 0, i == nb - 1};
+        if (tokd_forward(c, batch, nb, logits, err)) goto done;
+    }
+
     double v[TOKD_BENCH_MAX_REPS], bw[TOKD_BENCH_MAX_REPS], share[TOKD_BENCH_MAX_REPS];
     if (p->n_prompt > 0) {
         for (int rep = 0; rep < p->reps; rep++) {
-            tokd_seq_truncate(c, 0, 0);
+            tokd_seq_truncate(c, 0, d);
             for (int32_t i = 0; i < p->n_prompt; i++)
-                batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i, 0, i == p->n_prompt - 1};
+                batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), d + i, 0, i == p->n_prompt - 1};
             double t0 = tokd_now();
             if (tokd_forward(c, batch, p->n_prompt, logits, err)) goto done;
             v[rep] = p->n_prompt / (tokd_now() - t0);
@@ -467,10 +482,10 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     }
     if (p->n_gen > 0) {
         for (int rep = 0; rep < p->reps; rep++) {
-            tokd_seq_truncate(c, 0, 0);
+            tokd_seq_truncate(c, 0, d);
             int32_t tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
             double t0 = tokd_now();
-            for (int32_t i = 0; i < p->n_gen; i++) {
+            for (int32_t i = d; i < d + p->n_gen; i++) {
                 tokd_batch_entry e = {tok, i, 0, true};
                 if (tokd_forward(c, &e, 1, logits, err)) goto done;
                 tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
@@ -487,7 +502,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
             tokd_bench_stat_of(&r->tg_shares, share, p->reps);
         }
     }
-    if (p->profile_steps > 0 && profile_decode(c, p->profile_steps, hp->n_vocab, &rng, logits, r, err)) goto done;
+    if (p->profile_steps > 0 && profile_decode(c, d, p->profile_steps, hp->n_vocab, &rng, logits, r, err)) goto done;
     tokd_ctx_free(c);
     c = NULL;
 

@@ -9,6 +9,10 @@
  * Each is repeated `reps` times (the context cleared in between) after one warm-up (a
  * prompt of min(n_prompt, 32) tokens and one decode step, which also pages in the
  * mmapped weights); results are the median, min and max over the repetitions.
+ * With a depth d (llama-bench's -d, "pp512 @ d2048"), a prompt of d tokens fills the
+ * cache once, untimed, and each repetition starts from it (the context cut back to d
+ * positions): pp is then one batch at positions d..d+p-1, tg n steps from position d,
+ * which measures attention over a long context beside the weights.
  *
  * Machine limits, measured with the same thread count on the same thread pool:
  *   memory read bandwidth — every thread streams its slice of a buffer far larger than
@@ -23,7 +27,7 @@
  * tg's share is the median over repetitions of that repetition's share.
  * Derived: tg's limit = bandwidth / bytes read per decoded token (every weight matrix,
  * the output matrix, one embedding row, norms, plus the mean KV cache read over the
- * run), and tg's share of it; pp's share of the arithmetic peak = pp tokens/s x
+ * run, depth included), and tg's share of it; pp's share of the arithmetic peak = pp tokens/s x
  * multiply-accumulates per token (weight-matrix elements) / peak MAC/s, against the
  * int8 peak when every weight matrix is quantized (the kernels then multiply int8) and
  * the f32 peak otherwise. */
@@ -75,9 +79,10 @@ double tokd_bench_peak_bf16(tokd_pool *pool, const char **isa); /* 0 where BF16 
 typedef struct {
     const char *model_path;
     int n_prompt, n_gen, reps, n_threads;
+    int n_depth;          /* positions already in the cache before each pp and tg run (llama-bench's -d) */
     bool measure_machine; /* bandwidth and peaks */
     int bw_mib;           /* bandwidth buffer in MiB (0: 512) */
-    int profile_steps;    /* > 0: that many decode steps from position 0, profiled (step_profile.h) */
+    int profile_steps;    /* > 0: that many decode steps from position n_depth, profiled (step_profile.h) */
 } tokd_bench_params;
 
 typedef struct {

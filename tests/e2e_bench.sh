@@ -79,6 +79,19 @@ else
     if grep -q '"profile":{"steps":6,' "$tmp/pjson" && grep -q '"stage":"logits"' "$tmp/pjson"; then ok; else bad "profile JSON"; fi
 fi
 
+# -d N: both tests after N positions in the cache, labelled as llama-bench does; the KV
+# read of the N positions joins each decode token's bytes (the same run without -d reads
+# N times the per-position KV bytes fewer)
+if "$TOKD" bench -m "$MODEL" -p 16 -n 4 -d 40 -r 2 --no-machine >"$tmp/depth" 2>"$tmp/err"; then ok; else bad "bench -d exited $?: $(cat "$tmp/err")"; fi
+for field in '^pp16 @ d40 +[0-9.]+ tok/s' '^tg4 @ d40 +[0-9.]+ tok/s'; do
+    if grep -Eq "$field" "$tmp/depth"; then ok; else bad "depth text lacks /$field/: $(cat "$tmp/depth")"; fi
+done
+b0=$("$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 --no-machine --json 2>/dev/null | grep -o '"bytes_per_token":[0-9]*' | cut -d: -f2)
+jd=$("$TOKD" bench -m "$MODEL" -p 0 -n 4 -d 40 -r 1 --no-machine --json 2>/dev/null)
+b40=$(echo "$jd" | grep -o '"bytes_per_token":[0-9]*' | cut -d: -f2)
+if echo "$jd" | grep -q '"n_depth":40,' && [ -n "$b0" ] && [ -n "$b40" ] && [ "$b40" -gt "$b0" ] && [ $(((b40 - b0) % 40)) -eq 0 ]; then ok; else bad "depth JSON: bytes $b0 -> $b40: $jd"; fi
+if "$TOKD" bench -m "$MODEL" -p 0 -n 2 -d 20 -r 1 --no-machine --profile 3 2>/dev/null | grep -Eq '^profile: +3 decode steps from position 20,'; then ok; else bad "profile from the depth"; fi
+
 # errors: one line on stderr, non-zero exit, nothing on stdout
 err_case() {
     local name=$1
@@ -94,6 +107,7 @@ err_case "bad -r" -m "$MODEL" -r 0
 err_case "unknown option" -m "$MODEL" --bogus
 err_case "nothing to do" -m "$MODEL" -p 0 -n 0
 err_case "bad --profile" -m "$MODEL" --profile 0
+err_case "bad -d" -m "$MODEL" -d -1
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

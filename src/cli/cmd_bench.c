@@ -1,8 +1,9 @@
-/* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]
+/* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [--json]
  * [--no-machine] [--profile N]`: prompt processing (pp) and text generation (tg) speed
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object with --json.
- * -p 0 or -n 0 skips that test; --no-machine skips the bandwidth and peak measurements;
+ * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
+ * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and peak measurements;
  * --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a small one);
  * --profile N runs N more decode steps and shows where their time went, by stage and by
  * thread (src/kernels/step_profile.h). */
@@ -44,7 +45,7 @@ static int profile_threads(const tokd_bench_result *r) {
     int n = r->n_threads < TOKD_PROFILE_MAX_THREADS ? r->n_threads : TOKD_PROFILE_MAX_THREADS;
     return n > 0 ? n : 1;
 }
-static void print_profile(const tokd_bench_result *r, bool json) {
+static void print_profile(const tokd_bench_result *r, int depth, bool json) {
     const tokd_step_profile *pr = &r->profile;
     const double steps = pr->steps ? (double)pr->steps : 1, hz = r->profile_tsc_hz > 0 ? r->profile_tsc_hz : 1;
     uint64_t total = 0;
@@ -54,8 +55,8 @@ static void print_profile(const tokd_bench_result *r, bool json) {
         printf(",\"profile\":{\"steps\":%llu,\"step_ms\":%.4f,\"tsc_ghz\":%.4f,\"stages\":[", (unsigned long long)pr->steps,
                r->profile_step_s * 1e3, hz / 1e9);
     } else {
-        printf("profile:   %llu decode steps from position 0, %.3f ms a step (TSC %.3f GHz)\n", (unsigned long long)pr->steps,
-               r->profile_step_s * 1e3, hz / 1e9);
+        printf("profile:   %llu decode steps from position %d, %.3f ms a step (TSC %.3f GHz)\n", (unsigned long long)pr->steps,
+               depth, r->profile_step_s * 1e3, hz / 1e9);
         printf("           %-10s %7s %8s %8s %8s  %s\n", "stage", "% step", "regions", "prep us", "tail us", "GB/s in shares, by thread");
     }
     for (int s = 0; s < TOKD_STAGE_COUNT; s++) {
@@ -95,6 +96,7 @@ int cmd_bench(int argc, char **argv) {
         CLI_MODEL(&p.model_path),
         CLI_INT("-p", "--n-prompt", &p.n_prompt, 0, 65536),
         CLI_INT("-n", "--n-gen", &p.n_gen, 0, 65536),
+        CLI_INT("-d", "--n-depth", &p.n_depth, 0, 1 << 20),
         CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS),
         CLI_THREADS(&p.n_threads),
         CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16),
@@ -127,8 +129,8 @@ int cmd_bench(int argc, char **argv) {
         json_str(r.name);
         printf(",\"arch\":\"%s\",\"types\":", r.arch);
         json_str(r.types);
-        printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",", (unsigned long long)r.weight_bytes, r.n_threads,
-               r.kernels);
+        printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",\"n_depth\":%d,", (unsigned long long)r.weight_bytes,
+               r.n_threads, r.kernels, p.n_depth);
         if (r.pp.n) {
             json_stat("pp", p.n_prompt, &r.pp);
             putchar(',');
@@ -152,7 +154,7 @@ int cmd_bench(int argc, char **argv) {
             printf(",\"pp_peak\":\"%s\"", r.pp_peak);
             if (r.pp.n) printf(",\"pp_share\":%.4f", r.pp_peak_share);
         }
-        if (p.profile_steps > 0) print_profile(&r, true);
+        if (p.profile_steps > 0) print_profile(&r, p.n_depth, true);
         printf("}\n");
         return 0;
     }
@@ -160,14 +162,20 @@ int cmd_bench(int argc, char **argv) {
     printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
            (double)r.weight_bytes / (1 << 20), (double)r.bytes_per_token / 1e6, (double)r.macs_per_token / GB);
     printf("threads:   %d, kernels %s, %d run%s each\n", r.n_threads, r.kernels, p.reps, p.reps > 1 ? "s" : "");
+    char at[32] = "";
+    if (p.n_depth > 0) snprintf(at, sizeof at, " @ d%d", p.n_depth);
     if (r.pp.n) {
-        printf("pp%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_prompt, r.pp.median, r.pp.min, r.pp.max);
+        char label[48];
+        snprintf(label, sizeof label, "pp%d%s", p.n_prompt, at);
+        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r.pp.median, r.pp.min, r.pp.max);
         if (p.measure_machine && r.pp_peak_share > 0)
             printf("  %5.1f %% of the %s peak", 100 * r.pp_peak_share, r.pp_peak);
         putchar('\n');
     }
     if (r.tg.n) {
-        printf("tg%-6d   %9.2f tok/s  (min %.2f, max %.2f)", p.n_gen, r.tg.median, r.tg.min, r.tg.max);
+        char label[48];
+        snprintf(label, sizeof label, "tg%d%s", p.n_gen, at);
+        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r.tg.median, r.tg.min, r.tg.max);
         if (p.measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r.tg_share, r.tg_limit);
         putchar('\n');
         if (p.measure_machine)
@@ -181,6 +189,6 @@ int cmd_bench(int argc, char **argv) {
         if (r.peak_bf16 > 0) printf(", bf16 peak %.1f GFLOP/s (%s)", 2 * r.peak_bf16 / GB, r.isa_bf16);
         putchar('\n');
     }
-    if (p.profile_steps > 0) print_profile(&r, false);
+    if (p.profile_steps > 0) print_profile(&r, p.n_depth, false);
     return 0;
 }
