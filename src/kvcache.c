@@ -19,8 +19,9 @@ int tokd_kv_init(tokd_kv *kv, int32_t block_size, int64_t n_blocks, int32_t n_la
     kv->n_head_kv = n_head_kv;
     kv->head_dim = head_dim;
     kv->n_blocks = n_blocks;
-    /* attention reads a head's 2 KB of each block from blocks ~180 KB apart (TinyLlama
-       shape): from 4 KiB pages nearly every one is a TLB miss. Decode at 2048 and 3072
+    /* attention reads a head's 2 KB of each block (TinyLlama shape) from wherever the
+       sequence's blocks lie: with 4 KiB pages, when the layout was block-major and those
+       blocks ~180 KB apart, nearly every one was a TLB miss. Decode at 2048 and 3072
        positions, one context of each kind in one process, alternated: huge pages
        1.10-1.16 times as fast (BENCHMARKS.md, fourteenth session) */
     kv->kv_bytes = (size_t)total;

@@ -22,11 +22,16 @@
  *
  * Layout: values are F16 (as llama.cpp's default cache: the forward pass rounds K and V
  * to F16 before writing them, so storing the bits loses nothing), half the bytes of F32
- * for every decode step's attention reads. K and V are separate arrays, block-major,
- * then layer, then KV head, then slot:
- *   k[(((block * n_layer + layer) * n_head_kv + head) * block_size + slot) * head_dim + i]
- * so the rows one attention task reads (one KV head of one layer) are contiguous within
- * a page: one stream per page, not head_dim values out of every kv_dim.
+ * for every decode step's attention reads. K and V are separate arrays, layer-major, then
+ * KV head, then block, then slot:
+ *   k[(((layer * n_head_kv + head) * n_blocks + block) * block_size + slot) * head_dim + i]
+ * so what one attention task reads (one KV head of one layer) is contiguous within a page,
+ * and the pages of a sequence whose blocks came from the free list in order (0, 1, 2, ...
+ * for a context of its own) follow one another in memory: one stream through the whole
+ * context. Block-major (block, then layer, then head), as before the forty-third session,
+ * put a head's pages n_layer * n_head_kv pages apart (176 KB in the TinyLlama shape), each
+ * a new stream for the prefetchers: one attention call at 2048 keys with its cache cold
+ * took 81-88 us against 76, and decode at 2048 positions ran 3-8 % slower (BENCHMARKS.md).
  *
  * Not thread-safe: one owner (the forward pass / the engine's scheduler thread). */
 #ifndef TOKD_KVCACHE_H
@@ -101,10 +106,10 @@ void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s);
 /* The block_size rows (head_dim F16 values each, slot order) of KV head `head` in page
  * `block` of layer `layer`. */
 static inline uint16_t *tokd_kv_k_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
-    return kv->k + (((int64_t)block * kv->n_layer + layer) * kv->n_head_kv + head) * kv->block_size * kv->head_dim;
+    return kv->k + (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
 }
 static inline uint16_t *tokd_kv_v_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
-    return kv->v + (((int64_t)block * kv->n_layer + layer) * kv->n_head_kv + head) * kv->block_size * kv->head_dim;
+    return kv->v + (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
 }
 
 #endif

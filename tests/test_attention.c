@@ -3,7 +3,8 @@
  * (tokd_attention_ref) for head sizes 32, 64 and 128, GQA groups 1..8 and 20, pages of 16, 8
  * and 24 positions, key counts that fill and that end inside a page or a group of 8,
  * scattered page tables, values spanning many magnitudes, and NaN or huge keys stored
- * past the last key (which must stay out of the result). */
+ * past the last key (which must stay out of the result). Also the cache's page layout
+ * that the kernels' streams rely on (check_layout). */
 #include <math.h>
 #include <string.h>
 
@@ -123,8 +124,35 @@ static void check_orders(void) {
     tokd_kv_free(&kv);
 }
 
+/* kvcache.h's layout: every page of the cache once, and the pages of one layer and KV
+ * head in block order end to end, so that a sequence holding blocks 0, 1, 2, ... reads
+ * one stream per attention task (a block-major layout fails the second check). */
+static void check_layout(void) {
+    enum { BS = 16, HD = 32, NL = 3, NH = 2, NB = 5 };
+    tokd_kv kv;
+    tokd_err err;
+    CHECK(tokd_kv_init(&kv, BS, NB, NL, NH, HD, &err) == 0, "kv init: %s", err.msg);
+    static unsigned char seen_k[NB * NL * NH], seen_v[NB * NL * NH];
+    int bad_cover = 0, bad_stream = 0;
+    for (int l = 0; l < NL; l++)
+        for (int h = 0; h < NH; h++)
+            for (int b = 0; b < NB; b++) {
+                const ptrdiff_t ok = tokd_kv_k_rows(&kv, b, l, h) - kv.k, ov = tokd_kv_v_rows(&kv, b, l, h) - kv.v;
+                bad_cover += ok % (BS * HD) != 0 || ok < 0 || ok / (BS * HD) >= NB * NL * NH || seen_k[ok / (BS * HD)]++;
+                bad_cover += ov % (BS * HD) != 0 || ov < 0 || ov / (BS * HD) >= NB * NL * NH || seen_v[ov / (BS * HD)]++;
+                if (b + 1 < NB) {
+                    bad_stream += tokd_kv_k_rows(&kv, b + 1, l, h) != tokd_kv_k_rows(&kv, b, l, h) + BS * HD;
+                    bad_stream += tokd_kv_v_rows(&kv, b + 1, l, h) != tokd_kv_v_rows(&kv, b, l, h) + BS * HD;
+                }
+            }
+    CHECK(bad_cover == 0, "%d pages outside the cache or taken twice", bad_cover);
+    CHECK(bad_stream == 0, "%d page pairs of one layer and head not end to end", bad_stream);
+    tokd_kv_free(&kv);
+}
+
 int main(void) {
     tokd_kernels_init();
+    check_layout();
     check_avx2_refusals();
     check_orders();
     const int32_t hds[] = {32, 64, 128, 48};
