@@ -124,6 +124,22 @@ static inline void v_rows(const tokd_kv *kv, const int32_t *blocks, int32_t laye
     }
 }
 
+/* The V rows of the next chunk, keys k0 .. min(k0 + PV_CHUNK, n_keys) - 1, asked for
+ * while this chunk's passes run: the passes touch each row's lines one lane at a time,
+ * rows 16 apart, an order no hardware prefetcher follows from memory. One call of 8
+ * heads at 2048 keys, its cache cold (a decode step's case): 68.5-70 us against 79 (medians
+ * of 6, /tmp/s43/attbench2.c); warm 51.5 against 49 us (BENCHMARKS.md, forty-third session). */
+static inline void prefetch_v_chunk(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t hd,
+                                    int32_t k0, int32_t n_keys) {
+    const int32_t bs = kv->block_size, k1 = n_keys - k0 < PV_CHUNK ? n_keys : k0 + PV_CHUNK;
+    for (int32_t t = k0; t < k1;) {
+        const int32_t n = k1 - t < bs - t % bs ? k1 - t : bs - t % bs; /* t's page holds keys t .. t + n - 1 */
+        const char *v = (const char *)(tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd);
+        for (size_t o = 0; o < (size_t)n * (size_t)hd * sizeof(uint16_t); o += 64) __builtin_prefetch(v + o, 0, 2);
+        t += n;
+    }
+}
+
 /* ---- AVX-512 ---- */
 
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
@@ -199,6 +215,7 @@ TGT static void key_slot_init(void) {
         for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
         const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
         v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
+        if (k0 + PV_CHUNK < n_keys) prefetch_v_chunk(kv, blocks, layer, kvh, HD, k0 + PV_CHUNK, n_keys); \
         for (int lane = 0; lane < 16; lane++) {                                                        \
             __m512 acc[HC][NV];                                                                        \
             _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                      \
@@ -355,6 +372,7 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
         for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
         const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
         v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
+        if (k0 + PV_CHUNK < n_keys) prefetch_v_chunk(kv, blocks, layer, kvh, HD, k0 + PV_CHUNK, n_keys); \
         for (int lane = 0; lane < 16; lane++) {                                                        \
             __m256 acc[HC][NVC];                                                                       \
             _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                       \
