@@ -142,6 +142,10 @@ static inline void prefetch_v_chunk(const tokd_kv *kv, const int32_t *blocks, in
 
 /* ---- AVX-512 ---- */
 
+/* Query heads whose scores the AVX-512 path computes together: each block of 16 keys is
+ * converted to F32 once for them, and their queries rounded to F16 once per call. */
+#define QK_HEADS_512 16
+
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 #define INLINE static inline __attribute__((always_inline))
 
@@ -261,15 +265,20 @@ TGT INLINE float reduce16_512(__m512 v) {
         const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
         const __m512i order = _mm512_loadu_si512(key_slot);                                            \
         _Alignas(64) float kf[16 * HD];                                                                \
-        for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores: each block of keys converted once */ \
-            const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
-            for (int i = 0; i < HD; i++) _mm512_store_ps(kf + 16 * i, load_h16(k + 16 * i));           \
-            for (int32_t g = 0; g < group; g++) {                                                      \
-                __m512 qv[NV];                                                                         \
-                for (int c = 0; c < NV; c++)                                                           \
-                    qv[c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g * HD + 16 * c), \
-                                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); \
-                _mm512_storeu_ps(scratch + (size_t)g * n_pad + t0, _mm512_mul_ps(dot16f_##NV(kf, qv, order), scale)); \
+        _Alignas(64) float qh[QK_HEADS_512 * HD];                                                      \
+        for (int32_t g0 = 0; g0 < group; g0 += QK_HEADS_512) { /* the queries as F16 once */           \
+            const int32_t hn = group - g0 < QK_HEADS_512 ? group - g0 : QK_HEADS_512;                  \
+            for (int32_t i = 0; i < hn * HD; i += 16)                                                  \
+                _mm512_store_ps(qh + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g0 * HD + i), \
+                                                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores: each block of keys converted once */ \
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+                _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) _mm512_store_ps(kf + 16 * i, load_h16(k + 16 * i)); \
+                for (int32_t g = 0; g < hn; g++) {                                                     \
+                    __m512 qv[NV];                                                                     \
+                    _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) qv[c] = _mm512_load_ps(qh + g * HD + 16 * c); \
+                    _mm512_storeu_ps(scratch + (size_t)(g0 + g) * n_pad + t0, _mm512_mul_ps(dot16f_##NV(kf, qv, order), scale)); \
+                }                                                                                      \
             }                                                                                          \
         }                                                                                              \
         for (int32_t g = 0; g < group; g++) {                                                          \
