@@ -117,18 +117,41 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
 static inline void v_rows(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t hd, int32_t k0,
                           int32_t k1, const uint16_t **rows) {
     const int32_t bs = kv->block_size;
-    const uint16_t *v = NULL;
-    for (int32_t t = k0; t < k1; t++, v += hd) {
-        if (t == k0 || t % bs == 0) v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-        rows[t - k0] = v;
+    for (int32_t t = k0; t < k1;) { /* page by page: one division a page, not a key */
+        const int32_t slot = t % bs, n = k1 - t < bs - slot ? k1 - t : bs - slot;
+        const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)slot * hd;
+        for (int32_t j = 0; j < n; j++) rows[t - k0 + j] = v + (size_t)j * hd;
+        t += n;
     }
+}
+
+/* ---- prefetching ----
+ * A decode step calls attention once a layer per KV head, between products that stream
+ * tens of megabytes through the caches, so each call starts cold: its code and its K and
+ * V rows come from memory. So each call first asks for its kernel's code and the rows of
+ * its first PREFETCH_KEYS keys at once (prefetch_call, at the end of the file); then the
+ * score pass asks for the K rows PREFETCH_KEYS keys ahead of each block it scores
+ * (prefetch_k_block), and P x V for the V rows of the chunk after the one its passes
+ * read (prefetch_v_chunk). One call of 8 heads (hd 64) at 2048 keys, cold, medians of
+ * 8-10 (/tmp/s43/attbench2.c, BENCHMARKS.md forty-third session): 79 us with the first
+ * burst alone, 69-70 with the V chunks, 64-68 with the K blocks as well; warm, within
+ * 0-5 %. */
+#define PREFETCH_KEYS 512
+
+/* The K rows of the block of `n` keys from t (16 or 8: a block never crosses a page, which
+ * holds a multiple of them), into L2. Inlined with n a constant, the loop unrolls
+ * (as a loop, or as a general page-walking form, it gained the cold call nothing). */
+static inline __attribute__((always_inline)) void prefetch_k_block(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
+                                                                   int32_t kvh, int32_t hd, int32_t t, int32_t n) {
+    const int32_t bs = kv->block_size;
+    const char *rows = (const char *)(tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd);
+    _Pragma("GCC unroll 64") for (int32_t o = 0; o < n * hd * (int32_t)sizeof(uint16_t); o += 64)
+        __builtin_prefetch(rows + o, 0, 2);
 }
 
 /* The V rows of the next chunk, keys k0 .. min(k0 + PV_CHUNK, n_keys) - 1, asked for
  * while this chunk's passes run: the passes touch each row's lines one lane at a time,
- * rows 16 apart, an order no hardware prefetcher follows from memory. One call of 8
- * heads at 2048 keys, its cache cold (a decode step's case): 68.5-70 us against 79 (medians
- * of 6, /tmp/s43/attbench2.c); warm 51.5 against 49 us (BENCHMARKS.md, forty-third session). */
+ * rows 16 apart, an order no hardware prefetcher follows from memory. */
 static inline void prefetch_v_chunk(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t hd,
                                     int32_t k0, int32_t n_keys) {
     const int32_t bs = kv->block_size, k1 = n_keys - k0 < PV_CHUNK ? n_keys : k0 + PV_CHUNK;
@@ -271,8 +294,11 @@ TGT INLINE float reduce16_512(__m512 v) {
             for (int32_t i = 0; i < hn * HD; i += 16)                                                  \
                 _mm512_store_ps(qh + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g0 * HD + i), \
                                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
+            int32_t page = 0, slot = 0; /* t0's, walked: no division per block */                      \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores: each block of keys converted once */ \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD; \
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[page], layer, kvh) + (size_t)slot * HD;  \
+                if (t0 + PREFETCH_KEYS < n_keys) prefetch_k_block(kv, blocks, layer, kvh, HD, t0 + PREFETCH_KEYS, 16); \
+                if ((slot += 16) == bs) slot = 0, page++;                                              \
                 _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) _mm512_store_ps(kf + 16 * i, load_h16(k + 16 * i)); \
                 for (int32_t g = 0; g < hn; g++) {                                                     \
                     __m512 qv[NV];                                                                     \
@@ -458,8 +484,11 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
                 qk_query_256(q + (size_t)(g0 + g) * HD, NV, qvs[g]);                                   \
                 mvs[g] = _mm256_set1_ps(-INFINITY);                                                    \
             }                                                                                          \
+            int32_t page = 0, slot = 0; /* t0's, walked: no division per block */                      \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh) + (size_t)(t0 % bs) * HD;\
+                const uint16_t *k = tokd_kv_k_rows(kv, blocks[page], layer, kvh) + (size_t)slot * HD;  \
+                if (t0 + PREFETCH_KEYS < n_keys) prefetch_k_block(kv, blocks, layer, kvh, HD, t0 + PREFETCH_KEYS, 8); \
+                if ((slot += 8) == bs) slot = 0, page++;                                               \
                 for (int i = 0; i < HD; i++) _mm256_store_ps(kf + 8 * i, load_h8(k + 8 * i));          \
                 const __m256 valid = valid8(n_keys, t0);                                               \
                 for (int32_t g = 0; g < hn; g++) {                                                     \
@@ -530,17 +559,12 @@ int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
     return attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
 }
 
-/* A decode step calls attention once a layer per KV head, between products that stream
- * tens of megabytes through the caches, so each call starts cold: its code and its
- * rows of the cache come from memory, one miss after another (the code as it is
- * fetched; each page of rows, 16 positions of one layer and head, as a short stream of
- * its own). One KV head with 8 query heads at 112 keys, caches flushed, took 13-17 us
- * against 3 us warm. So each call first asks for its kernel's code and the K and V
- * lines of its first PREFETCH_KEYS keys at once, into L2, and the misses overlap: cold,
- * 13.0 -> 10.4 and 15.4 -> 12.0 us; in TinyLlama Q4_0 decode steps, alternated with
- * steps without it in one process, the attention stage ran faster in 8 of 9 runs
- * (by 0.2-2.4 us a layer, of 8-13 us). */
-#define PREFETCH_KEYS 512
+/* The first burst (see "prefetching" above): the kernel's code and the K and V lines of
+ * the first PREFETCH_KEYS keys at once, into L2, so that their misses overlap. One KV
+ * head with 8 query heads at 112 keys, caches flushed, took 13-17 us against 3 us warm;
+ * with the burst 10.4 and 12.0; in TinyLlama Q4_0 decode steps, alternated with steps
+ * without it in one process, the attention stage ran faster in 8 of 9 runs (by 0.2-2.4
+ * us a layer, of 8-13 us). */
 #define PREFETCH_CODE 8192 /* bytes from the kernel's entry: attn_512_8, the largest, is 7.4 KB */
 static void prefetch_call(void (*kernel)(void), const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
                           int32_t n_keys, int32_t hd) {

@@ -103,13 +103,17 @@ void tokd_seq_push_block(tokd_seq_table *s, int32_t b);
 void tokd_seq_shrink(tokd_kv *kv, tokd_seq_table *s, int32_t new_len);
 void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s);
 
-/* The block_size rows (head_dim F16 values each, slot order) of KV head `head` in page
- * `block` of layer `layer`. */
+/* Where page `block` of layer `layer` and KV head `head` starts, in values from the start
+ * of k (and of v: both arrays have the same layout). */
+static inline int64_t tokd_kv_page(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
+    return (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
+}
+/* The block_size rows (head_dim F16 values each, slot order) of that page. */
 static inline uint16_t *tokd_kv_k_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
-    return kv->k + (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
+    return kv->k + tokd_kv_page(kv, block, layer, head);
 }
 static inline uint16_t *tokd_kv_v_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
-    return kv->v + (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
+    return kv->v + tokd_kv_page(kv, block, layer, head);
 }
 
 #endif
