@@ -163,7 +163,12 @@ typedef struct {
 
 /* One (entry, KV head) per task, taken from a shared counter: all the query heads that
  * share the KV head go through attention.c together (each K and V row read once for
- * them). The arithmetic, and why it rounds to F16 where it does, is in attention.h. */
+ * them). The arithmetic, and why it rounds to F16 where it does, is in attention.h.
+ * Tasks go KV head by KV head, each head's entries in order, so that in a prefill the
+ * tasks a thread takes one after another read the same head's rows (512 KB at 2048
+ * positions, TinyLlama shape: they stay in L2) rather than every head's in turn; pp512
+ * after 2048 positions, 10 alternated pairs of runs: median 1.025x (0.86-1.14, the host's
+ * noise). A decode step has one entry: the order is the same as before. */
 static void attention_task(void *arg, int ith, int nth) {
     attn_job *j = arg;
     tokd_ctx *c = j->c;
@@ -172,7 +177,7 @@ static void attention_task(void *arg, int ith, int nth) {
     float *scratch = c->scores + (size_t)ith * c->scores_per_thread;
     const int64_t n_tasks = (int64_t)j->n * hp->n_head_kv;
     for (int64_t task = ith; task < n_tasks; task = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) {
-        int32_t ei = (int32_t)(task / hp->n_head_kv), kvh = (int32_t)(task % hp->n_head_kv);
+        int32_t ei = (int32_t)(task % j->n), kvh = (int32_t)(task / j->n);
         const tokd_batch_entry *e = &j->e[ei];
         size_t off = (size_t)ei * hp->n_head * hd + (size_t)kvh * group * hd;
         tokd_attention(&c->kv, c->seqs[e->seq].blocks, j->layer, kvh, e->pos + 1, c->q + off, group, hd, c->att + off,
