@@ -27,10 +27,10 @@
  * tg's share is the median over repetitions of that repetition's share.
  * Derived: tg's limit = bandwidth / bytes read per decoded token (every weight matrix,
  * the output matrix, one embedding row, norms, plus the mean KV cache read over the
- * run, depth included), and tg's share of it; pp's share of the arithmetic peak = pp tokens/s x
- * multiply-accumulates per token (weight-matrix elements) / peak MAC/s, against the
- * int8 peak when every weight matrix is quantized (the kernels then multiply int8) and
- * the f32 peak otherwise. */
+ * run, depth included), and tg's share of it; pp's share of the arithmetic peak = pp
+ * tokens/s x multiply-accumulates per token (weight-matrix elements) / peak MAC/s,
+ * against the int8 peak when every weight matrix is quantized (the kernels then multiply
+ * int8) and the f32 peak otherwise. */
 #ifndef TOKD_BENCH_H
 #define TOKD_BENCH_H
 

@@ -3,8 +3,9 @@
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object with --json.
  * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
- * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and peak measurements;
- * --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a small one);
+ * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and
+ * peak measurements; --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a
+ * small one);
  * --profile N runs N more decode steps and shows where their time went, by stage and by
  * thread (src/kernels/step_profile.h). */
 #include <stdio.h>
