@@ -22,8 +22,8 @@
  * 16.0 / 61.7 us at 32 / 128 / 512 / 2048 keys against 1.1 / 3.8 / 14.6 / 53.7 before
  * (/tmp/s42/attbench.c, best of 7; the host is noisy to ~10 %). The forty-third session
  * took out a division per key (v_rows) and per query head and block (the F16 rounding
- * of the queries), and added the prefetching below: warm 0.8 / 2.7 / 10.4 / 39.6 us, and
- * with the cache cold, as in a decode step, 67 us at 2048 keys against 79-88.
+ * of the queries), and added the prefetching below: warm 0.8 / 2.7 / 10.4 / 39.8 us, and
+ * with the cache cold, as in a decode step, 53 us at 2048 keys against 79-88.
  *
  * Both products, k * qh and p * v, multiply two F16 values (11 significant bits each),
  * so they are exact in F32: a fused multiply-add gives the same bits as the statement's
@@ -115,7 +115,8 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
 /* P x V runs one pass per lane over a chunk of PV_CHUNK keys whose V rows stay in L1
  * (16-32 KB at head sizes 64-128), then the next chunk, each lane's sum carried on from
  * where the chunk before left it (the same additions in the same order). The chunk's row
- * addresses are found once (v_rows), not per key and lane, and page by page: with a
+ * addresses are found once (v_rows, a chunk ahead, so that the passes can ask for the
+ * next chunk's rows), not per key and lane, and page by page: with a
  * t % bs for each key (4096 divisions in a call of 8 heads at 2048 keys) the warm call
  * took 43.4 us against 39.6. */
 #define PV_CHUNK 128
@@ -136,11 +137,11 @@ static inline void v_rows(const tokd_kv *kv, const int32_t *blocks, int32_t laye
  * V rows come from memory. So each call first asks for its kernel's code and the rows of
  * its first PREFETCH_KEYS keys at once (prefetch_call, at the end of the file); then the
  * score pass asks for the K rows PREFETCH_KEYS keys ahead of each block it scores
- * (prefetch_k_block), and P x V for the V rows of the chunk after the one its passes
- * read (prefetch_v_chunk). One call of 8 heads (hd 64) at 2048 keys, cold, medians of
- * 8-10 (/tmp/s43/attbench2.c, BENCHMARKS.md forty-third session): 79 us with the first
- * burst alone, 69-70 with the V chunks, 64-68 with the K blocks as well; warm, within
- * 0-5 %. */
+ * (prefetch_k_block), and each pass of P x V for its share of the next chunk's V rows
+ * (prefetch_lane_rows). One call of 8 heads (hd 64) at 2048 keys, cold, medians of 8-12
+ * (/tmp/s43/attbench2.c, BENCHMARKS.md forty-third session): 79 us with the first burst
+ * alone, 69-70 with each next chunk asked for at once, 64-68 with the K blocks as well,
+ * 53 with the next chunk spread over the passes; warm, within 0-5 %. */
 #define PREFETCH_KEYS 512
 
 /* The K rows of the block of `n` keys from t (16 or 8: a block never crosses a page, which
@@ -154,18 +155,16 @@ static inline __attribute__((always_inline)) void prefetch_k_block(const tokd_kv
         __builtin_prefetch(rows + o, 0, 2);
 }
 
-/* The V rows of the next chunk, keys k0 .. min(k0 + PV_CHUNK, n_keys) - 1, asked for
- * while this chunk's passes run: the passes touch each row's lines one lane at a time,
- * rows 16 apart, an order no hardware prefetcher follows from memory. */
-static inline void prefetch_v_chunk(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t hd,
-                                    int32_t k0, int32_t n_keys) {
-    const int32_t bs = kv->block_size, k1 = n_keys - k0 < PV_CHUNK ? n_keys : k0 + PV_CHUNK;
-    for (int32_t t = k0; t < k1;) {
-        const int32_t n = k1 - t < bs - t % bs ? k1 - t : bs - t % bs; /* t's page holds keys t .. t + n - 1 */
-        const char *v = (const char *)(tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd);
-        for (size_t o = 0; o < (size_t)n * (size_t)hd * sizeof(uint16_t); o += 64) __builtin_prefetch(v + o, 0, 2);
-        t += n;
-    }
+/* Lane `lane`'s share of the next chunk's V rows (next[0 .. n_next - 1], found by v_rows
+ * a chunk ahead): PV_CHUNK / 16 rows, `bytes` of each from value `off`, asked for into L2
+ * as this chunk's pass of that lane begins. The passes touch each row's lines one lane at
+ * a time, rows 16 apart, an order no hardware prefetcher follows; spread over the 16
+ * passes the requests keep a steady stream (the whole next chunk asked for at once, 256
+ * lines at hd 64: cold calls 69-70 us at 2048 keys against 57). */
+static inline void prefetch_lane_rows(const uint16_t *const *next, int32_t n_next, int lane, size_t off, size_t bytes) {
+    const int32_t j1 = (lane + 1) * (PV_CHUNK / 16) < n_next ? (lane + 1) * (PV_CHUNK / 16) : n_next;
+    for (int32_t j = lane * (PV_CHUNK / 16); j < j1; j++)
+        for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)(next[j] + off) + o, 0, 2);
 }
 
 /* ---- AVX-512 ---- */
@@ -243,12 +242,14 @@ TGT static void key_slot_init(void) {
                             int32_t n_keys, const float *p, int32_t n_pad, const int hc, float *out) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
         _Alignas(64) float part[16][HC * HD];                                                          \
-        const uint16_t *rows[PV_CHUNK];                                                                \
+        const uint16_t *rows_a[PV_CHUNK], *rows_b[PV_CHUNK], **rows = rows_a, **next = rows_b;       \
+        v_rows(kv, blocks, layer, kvh, HD, 0, n_keys < PV_CHUNK ? n_keys : PV_CHUNK, rows);            \
         for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
         const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
-        v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
-        if (k0 + PV_CHUNK < n_keys) prefetch_v_chunk(kv, blocks, layer, kvh, HD, k0 + PV_CHUNK, n_keys); \
+        const int32_t n_next = n_keys - k0 - nk < PV_CHUNK ? n_keys - k0 - nk : PV_CHUNK;              \
+        if (n_next > 0) v_rows(kv, blocks, layer, kvh, HD, k0 + nk, k0 + nk + n_next, next);           \
         for (int lane = 0; lane < 16; lane++) {                                                        \
+            prefetch_lane_rows((const uint16_t *const *)next, n_next, lane, 0, HD * sizeof(uint16_t)); \
             __m512 acc[HC][NV];                                                                        \
             _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                   \
@@ -264,6 +265,7 @@ TGT static void key_slot_init(void) {
             _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) _mm512_store_ps(&part[lane][h * HD + 16 * c], acc[h][c]); \
         }                                                                                              \
+        const uint16_t **t_ = rows; rows = next, next = t_;                                            \
         }                                                                                              \
         for (int i = 0; i < hc * HD; i += 16) {                                                        \
             __m512 r8[8], r4[4];                                                                       \
@@ -408,12 +410,14 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
                                   float *out) {                                                        \
         enum { HD = 8 * NV, W = 8 * NVC };                                                             \
         _Alignas(32) float part[16][HC * W];                                                           \
-        const uint16_t *rows[PV_CHUNK];                                                                \
+        const uint16_t *rows_a[PV_CHUNK], *rows_b[PV_CHUNK], **rows = rows_a, **next = rows_b;       \
+        v_rows(kv, blocks, layer, kvh, HD, 0, n_keys < PV_CHUNK ? n_keys : PV_CHUNK, rows);            \
         for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
         const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
-        v_rows(kv, blocks, layer, kvh, HD, k0, k0 + nk, rows);                                         \
-        if (k0 + PV_CHUNK < n_keys) prefetch_v_chunk(kv, blocks, layer, kvh, HD, k0 + PV_CHUNK, n_keys); \
+        const int32_t n_next = n_keys - k0 - nk < PV_CHUNK ? n_keys - k0 - nk : PV_CHUNK;              \
+        if (n_next > 0) v_rows(kv, blocks, layer, kvh, HD, k0 + nk, k0 + nk + n_next, next);           \
         for (int lane = 0; lane < 16; lane++) {                                                        \
+            prefetch_lane_rows((const uint16_t *const *)next, n_next, lane, 8 * (size_t)c0, W * sizeof(uint16_t)); \
             __m256 acc[HC][NVC];                                                                       \
             _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                       \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                  \
@@ -430,6 +434,7 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
             _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                       \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) _mm256_store_ps(&part[lane][h * W + 8 * c], acc[h][c]); \
         }                                                                                              \
+        const uint16_t **t_ = rows; rows = next, next = t_;                                            \
         }                                                                                              \
         for (int h = 0; h < hc; h++)                                                                   \
             for (int i = 0; i < W; i += 8) {                                                           \
