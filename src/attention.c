@@ -167,6 +167,33 @@ static inline void prefetch_lane_rows(const uint16_t *const *next, int32_t n_nex
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch((const char *)(next[j] + off) + o, 0, 2);
 }
 
+/* The chunks that P x V walks: this chunk's row addresses (rows, nk of them, from key
+ * k0) and the next chunk's (next, n_next), found a chunk ahead so that the passes can
+ * ask for them (prefetch_lane_rows). The same walk serves both ISAs' kernels. */
+typedef struct {
+    const uint16_t *buf[2][PV_CHUNK], **rows, **next;
+    int32_t k0, nk, n_next;
+} pv_walk;
+
+static inline void pv_walk_fill(pv_walk *w, const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
+                                int32_t hd, int32_t n_keys) {
+    w->nk = n_keys - w->k0 < PV_CHUNK ? n_keys - w->k0 : PV_CHUNK;
+    w->n_next = n_keys - w->k0 - w->nk < PV_CHUNK ? n_keys - w->k0 - w->nk : PV_CHUNK;
+    if (w->n_next > 0) v_rows(kv, blocks, layer, kvh, hd, w->k0 + w->nk, w->k0 + w->nk + w->n_next, w->next);
+}
+static inline void pv_walk_start(pv_walk *w, const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
+                                 int32_t hd, int32_t n_keys) {
+    w->rows = w->buf[0], w->next = w->buf[1], w->k0 = 0;
+    v_rows(kv, blocks, layer, kvh, hd, 0, n_keys < PV_CHUNK ? n_keys : PV_CHUNK, w->rows);
+    pv_walk_fill(w, kv, blocks, layer, kvh, hd, n_keys);
+}
+static inline void pv_walk_next(pv_walk *w, const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
+                                int32_t hd, int32_t n_keys) {
+    const uint16_t **t = w->rows;
+    w->rows = w->next, w->next = t, w->k0 += PV_CHUNK;
+    if (w->k0 < n_keys) pv_walk_fill(w, kv, blocks, layer, kvh, hd, n_keys);
+}
+
 /* ---- AVX-512 ---- */
 
 /* Query heads whose scores the AVX-512 path computes together: each block of 16 keys is
@@ -242,14 +269,13 @@ TGT static void key_slot_init(void) {
                             int32_t n_keys, const float *p, int32_t n_pad, const int hc, float *out) { \
         enum { HD = 16 * NV, HC = 16 / NV };                                                           \
         _Alignas(64) float part[16][HC * HD];                                                          \
-        const uint16_t *rows_a[PV_CHUNK], *rows_b[PV_CHUNK], **rows = rows_a, **next = rows_b;       \
-        v_rows(kv, blocks, layer, kvh, HD, 0, n_keys < PV_CHUNK ? n_keys : PV_CHUNK, rows);            \
-        for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
-        const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
-        const int32_t n_next = n_keys - k0 - nk < PV_CHUNK ? n_keys - k0 - nk : PV_CHUNK;              \
-        if (n_next > 0) v_rows(kv, blocks, layer, kvh, HD, k0 + nk, k0 + nk + n_next, next);           \
+        pv_walk w;                                                                                     \
+        for (pv_walk_start(&w, kv, blocks, layer, kvh, HD, n_keys); w.k0 < n_keys;                     \
+             pv_walk_next(&w, kv, blocks, layer, kvh, HD, n_keys)) {                                   \
+        const int32_t k0 = w.k0, nk = w.nk, n_next = w.n_next;                                         \
+        const uint16_t *const *rows = w.rows, *const *next = w.next;                                   \
         for (int lane = 0; lane < 16; lane++) {                                                        \
-            prefetch_lane_rows((const uint16_t *const *)next, n_next, lane, 0, HD * sizeof(uint16_t)); \
+            prefetch_lane_rows(next, n_next, lane, 0, HD * sizeof(uint16_t));                          \
             __m512 acc[HC][NV];                                                                        \
             _Pragma("GCC unroll 16") for (int h = 0; h < HC; h++)                                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                   \
@@ -265,7 +291,6 @@ TGT static void key_slot_init(void) {
             _Pragma("GCC unroll 16") for (int h = 0; h < hc; h++)                                      \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) _mm512_store_ps(&part[lane][h * HD + 16 * c], acc[h][c]); \
         }                                                                                              \
-        const uint16_t **t_ = rows; rows = next, next = t_;                                            \
         }                                                                                              \
         for (int i = 0; i < hc * HD; i += 16) {                                                        \
             __m512 r8[8], r4[4];                                                                       \
@@ -410,14 +435,13 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
                                   float *out) {                                                        \
         enum { HD = 8 * NV, W = 8 * NVC };                                                             \
         _Alignas(32) float part[16][HC * W];                                                           \
-        const uint16_t *rows_a[PV_CHUNK], *rows_b[PV_CHUNK], **rows = rows_a, **next = rows_b;       \
-        v_rows(kv, blocks, layer, kvh, HD, 0, n_keys < PV_CHUNK ? n_keys : PV_CHUNK, rows);            \
-        for (int32_t k0 = 0; k0 < n_keys; k0 += PV_CHUNK) {                                            \
-        const int32_t nk = n_keys - k0 < PV_CHUNK ? n_keys - k0 : PV_CHUNK;                            \
-        const int32_t n_next = n_keys - k0 - nk < PV_CHUNK ? n_keys - k0 - nk : PV_CHUNK;              \
-        if (n_next > 0) v_rows(kv, blocks, layer, kvh, HD, k0 + nk, k0 + nk + n_next, next);           \
+        pv_walk w;                                                                                     \
+        for (pv_walk_start(&w, kv, blocks, layer, kvh, HD, n_keys); w.k0 < n_keys;                     \
+             pv_walk_next(&w, kv, blocks, layer, kvh, HD, n_keys)) {                                   \
+        const int32_t k0 = w.k0, nk = w.nk, n_next = w.n_next;                                         \
+        const uint16_t *const *rows = w.rows, *const *next = w.next;                                   \
         for (int lane = 0; lane < 16; lane++) {                                                        \
-            prefetch_lane_rows((const uint16_t *const *)next, n_next, lane, 8 * (size_t)c0, W * sizeof(uint16_t)); \
+            prefetch_lane_rows(next, n_next, lane, 8 * (size_t)c0, W * sizeof(uint16_t));              \
             __m256 acc[HC][NVC];                                                                       \
             _Pragma("GCC unroll 8") for (int h = 0; h < HC; h++)                                       \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++)                                  \
@@ -434,7 +458,6 @@ TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3
             _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                       \
                 _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) _mm256_store_ps(&part[lane][h * W + 8 * c], acc[h][c]); \
         }                                                                                              \
-        const uint16_t **t_ = rows; rows = next, next = t_;                                            \
         }                                                                                              \
         for (int h = 0; h < hc; h++)                                                                   \
             for (int i = 0; i < W; i += 8) {                                                           \
