@@ -42,6 +42,17 @@ const char *tokd_qtarget_list(void) {
            "Q5_K_S Q5_K_M IQ4_NL IQ4_XS";
 }
 
+int tokd_qtarget_unknown(const char *name, tokd_err *err) {
+    static const char *const read_only[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M",
+                                            "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M"};
+    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
+        if (!strcasecmp(name, read_only[i]))
+            return tokd_seterr(err, "tokd reads %s files but does not write them: llama.cpp makes them from an importance "
+                                    "matrix (llama-imatrix, then llama-quantize --imatrix); types tokd writes: %s",
+                               read_only[i], tokd_qtarget_list());
+    return tokd_seterr(err, "unknown type '%s' (supported: %s)", name, tokd_qtarget_list());
+}
+
 bool tokd_type_is_quantized(uint32_t t) { return t != GGML_TYPE_F32 && t != GGML_TYPE_F16 && t != GGML_TYPE_BF16; }
 
 /* ---- the model's facts ------------------------------------------------------------- */

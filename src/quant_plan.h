@@ -65,6 +65,9 @@ typedef struct {
 const tokd_qtarget *tokd_qtarget_find(const char *name);
 /* "F32 F16 BF16 Q8_0 ..." — for error messages and usage lines. */
 const char *tokd_qtarget_list(void);
+/* The error for a name tokd_qtarget_find does not know: the grid types (IQ1_S ... IQ3_M)
+ * are named as read but not written, anything else as unknown, with the list. -1. */
+int tokd_qtarget_unknown(const char *name, tokd_err *err);
 /* Whether a GGML type is a quantized one (not F32, F16 or BF16). */
 bool tokd_type_is_quantized(uint32_t type);
 

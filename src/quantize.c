@@ -124,7 +124,7 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
     const tokd_quantize_opts none = {0};
     if (!opts) opts = &none;
     const tokd_qtarget *target = tokd_qtarget_find(type_name);
-    if (!target) return tokd_seterr(err, "unknown type '%s' (supported: %s)", type_name, tokd_qtarget_list());
+    if (!target) return tokd_qtarget_unknown(type_name, err);
     uint32_t output_type, embd_type;
     if (override_type("--output-tensor-type", opts->output_type, &output_type, err) ||
         override_type("--token-embedding-type", opts->embd_type, &embd_type, err))

@@ -168,7 +168,7 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
     const tokd_synth_shape *sh = tokd_synth_shape_find(p->shape);
     if (!sh) return tokd_seterr(err, "unknown shape '%s' (shapes: %s)", p->shape, tokd_synth_shape_list());
     const tokd_qtarget *target = tokd_qtarget_find(p->type);
-    if (!target) return tokd_seterr(err, "unknown type '%s' (supported: %s)", p->type, tokd_qtarget_list());
+    if (!target) return tokd_qtarget_unknown(p->type, err);
 
     char vpath[4096];
     if (p->vocab_path) snprintf(vpath, sizeof vpath, "%s", p->vocab_path);

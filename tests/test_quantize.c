@@ -447,6 +447,10 @@ int main(void) {
     /* errors */
     tmp_path(a, sizeof a, "bad");
     CHECK(tokd_quantize_file(src, a, "Q7_Z", 2, NULL, &err) != 0 && strstr(err.msg, "Q7_Z"), "unknown type: %s", err.msg);
+    CHECK(tokd_quantize_file(src, a, "iq2_xxs", 2, NULL, &err) != 0 && strstr(err.msg, "reads IQ2_XXS files but does not write") &&
+              strstr(err.msg, "importance matrix"),
+          "a grid type is named as read-only: %s", err.msg);
+    CHECK(access(a, F_OK) != 0, "no output for a type tokd does not write");
     snprintf(ref, sizeof ref, "%s/models/tiny-llama-Q8_0.gguf", t_shared());
     CHECK(tokd_quantize_file(ref, a, "Q4_0", 2, NULL, &err) != 0 && strstr(err.msg, "already quantized"),
           "requantize refused: %s", err.msg);

@@ -10,7 +10,10 @@
  *     The four-row kernels (vec_dot4) likewise, output by output.
  * (c) the golden models: dequantized tensors vs the f32 model's within the type's
  *     bound, and re-quantizing the f32 tensors reproduces llama.cpp's files byte for
- *     byte (Q8_0, Q4_0, Q4_K, Q6_K, F16, BF16). */
+ *     byte (Q8_0, Q4_0, Q4_K, Q6_K, F16, BF16).
+ * (d) the grid types (IQ1_S ... IQ3_S), which tokd reads but does not write: their
+ *     grids, to_float against llama.cpp's on fixed blocks, the dot product against
+ *     the dequantized weights. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "gguf.h"
 #include "kernels/bf16_rows.h"
 #include "kernels/f32_rows.h"
+#include "kernels/iq_grids.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
@@ -58,6 +62,13 @@ static const impls IMPLS[] = {
     {GGML_TYPE_Q6_K, tokd_q6_K_dot_avx2, tokd_q6_K_dot_avx512, tokd_q6_K_dot_avx512vnni},
     {GGML_TYPE_IQ4_NL, tokd_iq4_nl_dot_avx2, tokd_iq4_nl_dot_avx512, tokd_iq4_nl_dot_avx512vnni},
     {GGML_TYPE_IQ4_XS, tokd_iq4_xs_dot_avx2, tokd_iq4_xs_dot_avx512, tokd_iq4_xs_dot_avx512vnni},
+    {GGML_TYPE_IQ2_XXS, tokd_iq2_xxs_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ2_XS, tokd_iq2_xs_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ2_S, tokd_iq2_s_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ3_XXS, tokd_iq3_xxs_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ3_S, tokd_iq3_s_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ1_S, tokd_iq1_s_dot_avx2, NULL, NULL},
+    {GGML_TYPE_IQ1_M, tokd_iq1_m_dot_avx2, NULL, NULL},
     {GGML_TYPE_Q8_1, NULL, NULL, NULL},
     {GGML_TYPE_Q8_K, NULL, NULL, NULL},
 };
@@ -84,6 +95,15 @@ static uint16_t rnd_half(void) {
     return tokd_f32_to_f16(v);
 }
 static void put_half(uint8_t *p, uint16_t h) { memcpy(p, &h, 2); }
+/* IQ1_M keeps its fp16 scale in the top nibbles of the four words of scales[] */
+static void put_iq1_m_scale(uint8_t *blk, uint16_t h) {
+    for (int i = 0; i < 4; i++) {
+        uint16_t w;
+        memcpy(&w, blk + 48 + 2 * i, 2);
+        w = (uint16_t)((w & 0x0FFF) | ((h >> 4 * i) & 15) << 12);
+        memcpy(blk + 48 + 2 * i, &w, 2);
+    }
+}
 static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K) {
     size_t nbytes = tokd_row_bytes(t, K);
     for (size_t i = 0; i < nbytes; i++) row[i] = (uint8_t)t_rand_u64(&rng);
@@ -109,6 +129,11 @@ static void fill_raw_weights(const tokd_type_traits *t, uint8_t *row, int64_t K)
         case GGML_TYPE_Q3_K: put_half(blk + 108, rnd_half()); break;
         case GGML_TYPE_Q4_K: case GGML_TYPE_Q5_K: put_half(blk, rnd_half()), put_half(blk + 2, rnd_half()); break;
         case GGML_TYPE_Q6_K: put_half(blk + 208, rnd_half()); break;
+        case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS: case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS:
+        case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S:
+            put_half(blk, rnd_half());
+            break;
+        case GGML_TYPE_IQ1_M: put_iq1_m_scale(blk, rnd_half()); break;
         }
     }
 }
@@ -190,10 +215,11 @@ static void test_simd_equals_scalar(void) {
                 uint8_t *W = malloc(rb * (size_t)rows);
                 uint8_t *A = malloc(tokd_row_bytes(a, K) + 64);
                 float *f = malloc(sizeof(float) * (size_t)K);
-                if (trial == 0) { /* quantised from data, as in a model */
+                if (trial == 0) { /* quantised from data, as in a model (raw bits without a quantiser) */
                     for (int r = 0; r < rows; r++) {
                         fill_data(f, K, r % 3);
-                        t->from_float(f, W + (size_t)r * rb, K);
+                        if (t->from_float) t->from_float(f, W + (size_t)r * rb, K);
+                        else fill_raw_weights(t, W + (size_t)r * rb, K);
                     }
                     fill_data(f, K, 1);
                     a->from_float(f, A, K);
@@ -278,7 +304,7 @@ static void test_dot4(void) {
             for (int trial = 0; trial < 2; trial++) {
                 float *f = malloc(sizeof(float) * (size_t)K);
                 for (int r = 0; r < rows; r++) {
-                    if (trial == 0) {
+                    if (trial == 0 && t->from_float) {
                         fill_data(f, K, r % 3);
                         t->from_float(f, W + (size_t)r * rb, K);
                     } else {
@@ -945,6 +971,89 @@ static void test_q8_K_quantize(void) {
     free(x);
 }
 
+/* (d) The grid types. */
+static uint64_t grid_sum(const void *rows, int n, size_t row_bytes) {
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t w = 0;
+        memcpy(&w, (const uint8_t *)rows + (size_t)i * row_bytes, row_bytes);
+        sum += w;
+    }
+    return sum;
+}
+/* The blocks of the known answers below: xorshift64 bytes, then a finite fp16 scale
+ * (sign random, exponent 11 to 14) where the type keeps it. */
+static uint64_t kat_state;
+static uint64_t kat_next(void) {
+    kat_state ^= kat_state << 13, kat_state ^= kat_state >> 7, kat_state ^= kat_state << 17;
+    return kat_state;
+}
+static void kat_block(const tokd_type_traits *t, uint8_t *blk) {
+    for (uint32_t i = 0; i < t->bytes; i++) blk[i] = (uint8_t)(kat_next() >> 24);
+    const uint16_t h = (uint16_t)((0x2C00 + (kat_next() >> 20) % 0x0C00) | ((kat_next() >> 40) & 0x8000));
+    if (t->id == GGML_TYPE_IQ1_M) put_iq1_m_scale(blk, h);
+    else put_half(blk, h);
+}
+static void test_iq_types(void) {
+    /* each expanded grid's sum of little-endian rows, as llama.cpp's tables (ggml-common.h) */
+    tokd_iq_grids_init();
+    CHECK(grid_sum(tokd_iq2xxs_grid, 256, 8) == 10026840302681211747ull, "IQ2_XXS grid");
+    CHECK(grid_sum(tokd_iq2xs_grid, 512, 8) == 3032300602630837921ull, "IQ2_XS grid");
+    CHECK(grid_sum(tokd_iq2s_grid, 1024, 8) == 8502338067238609906ull, "IQ2_S grid");
+    CHECK(grid_sum(tokd_iq3xxs_grid, 256, 4) == 108356387642ull, "IQ3_XXS grid");
+    CHECK(grid_sum(tokd_iq3s_grid, 512, 4) == 53294177878ull, "IQ3_S grid");
+    CHECK(grid_sum(tokd_iq1s_grid, 2048, 8) == 7590341501443526924ull, "IQ1_S grid");
+    for (int i = 0; i < 128; i++) CHECK(__builtin_popcount(tokd_iq_signs[i]) % 2 == 0 && (tokd_iq_signs[i] & 127) == i, "sign byte %d", i);
+    /* to_float of 16 fixed blocks: FNV-1a of the floats' bits and the first value, from
+       llama.cpp's dequantize_row_* (c392e5094, libggml-base) on the same bytes */
+    static const struct {
+        uint32_t id;
+        uint64_t fnv;
+        float first;
+    } KAT[] = {
+        {GGML_TYPE_IQ2_XXS, 0xe0dae2c635311d83ull, 1.2131958f}, {GGML_TYPE_IQ2_XS, 0xc43f4e7aa6b07e37ull, 1.26049805f},
+        {GGML_TYPE_IQ2_S, 0xabc6883723f92b63ull, -0.0882568359f}, {GGML_TYPE_IQ3_XXS, 0x7dfeb3b7326a7f68ull, -3.03955078f},
+        {GGML_TYPE_IQ3_S, 0x3a26cce1742aa1abull, -6.56591797f},  {GGML_TYPE_IQ1_S, 0x0da41dba68ecdc8dull, -0.603424072f},
+        {GGML_TYPE_IQ1_M, 0xa4c04b91ab0ae0e1ull, -0.372711182f},
+    };
+    for (size_t i = 0; i < sizeof KAT / sizeof KAT[0]; i++) {
+        const tokd_type_traits *t = tokd_type_get(KAT[i].id);
+        CHECK(t && !t->from_float && t->vec_dot_type == GGML_TYPE_Q8_K, "type %u: a Q8_K-activated type without a quantiser", KAT[i].id);
+        if (!t) continue;
+        uint8_t blocks[16 * 110];
+        float out[16 * 256];
+        kat_state = 0x243F6A8885A308D3ull + KAT[i].id;
+        for (int b = 0; b < 16; b++) kat_block(t, blocks + b * t->bytes);
+        t->to_float(blocks, out, 16 * 256);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (int k = 0; k < 16 * 256; k++) {
+            uint32_t u;
+            memcpy(&u, &out[k], 4);
+            for (int j = 0; j < 4; j++) h = (h ^ ((u >> 8 * j) & 255)) * 0x100000001b3ull;
+        }
+        CHECK(h == KAT[i].fnv && out[0] == KAT[i].first, "%s: to_float differs from llama.cpp's (first value %.9g, want %.9g)",
+              t->name, out[0], KAT[i].first);
+        /* the dot product against the dequantized weights, in double: only float rounding apart */
+        const int64_t K = 16 * 256;
+        uint8_t *A = malloc(tokd_row_bytes(tokd_type_get(GGML_TYPE_Q8_K), K));
+        fill_raw_act(tokd_type_get(GGML_TYPE_Q8_K), A, K);
+        double exact = 0, mag = 0;
+        for (int b = 0; b < 16; b++) {
+            const tokd_block_q8_K *y = (const tokd_block_q8_K *)A + b;
+            for (int k = 0; k < 256; k++) {
+                const double term = (double)out[256 * b + k] * y->d * y->qs[k];
+                exact += term, mag += fabs(term);
+            }
+        }
+        float ref = NAN, sel = NAN;
+        t->vec_dot_ref(K, &ref, blocks, A);
+        t->vec_dot(K, &sel, blocks, A);
+        CHECK(fabs(ref - exact) <= 1e-6 * mag, "%s: dot %.9g against the dequantized weights' %.9g", t->name, ref, exact);
+        CHECK(memcmp(&ref, &sel, 4) == 0, "%s: selected dot %.9g, reference %.9g", t->name, sel, ref);
+        free(A);
+    }
+}
+
 int main(void) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
@@ -964,5 +1073,6 @@ int main(void) {
     test_q8_K_quantize();
     test_dot_accuracy();
     test_golden_models();
+    test_iq_types();
     T_DONE();
 }

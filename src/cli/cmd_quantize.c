@@ -47,7 +47,9 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     if (!tokd_qtarget_find(p.arg[2])) {
-        fprintf(stderr, "tokd quantize: unknown type '%s' (supported: %s)\n", p.arg[2], tokd_qtarget_list());
+        tokd_err err;
+        tokd_qtarget_unknown(p.arg[2], &err);
+        fprintf(stderr, "tokd quantize: %s\n", err.msg);
         return 2;
     }
     if (!strcmp(p.arg[0], p.arg[1])) {

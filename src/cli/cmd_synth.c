@@ -32,7 +32,9 @@ int cmd_synth(int argc, char **argv) {
         return 2;
     }
     if (!tokd_qtarget_find(p.type)) {
-        fprintf(stderr, "tokd synth: unknown type '%s' (supported: %s)\n", p.type, tokd_qtarget_list());
+        tokd_err err;
+        tokd_qtarget_unknown(p.type, &err);
+        fprintf(stderr, "tokd synth: %s\n", err.msg);
         return 2;
     }
     p.n_threads = (int)n_threads;

@@ -25,10 +25,13 @@
  *   IQ4_NL       Q4_0's nibbles, each an index into tokd_iq4_values (x = d * value).
  *   IQ4_XS       eight IQ4_NL blocks of 32 (qs[16j..16j+15] for elements 32j..32j+31)
  *                under one fp16 d, with six-bit block scales minus 32 (see quants.c).
+ *   IQ1_S/IQ1_M, IQ2_XXS/IQ2_XS/IQ2_S, IQ3_XXS/IQ3_S  super-blocks of 256 whose groups
+ *                of 8 (IQ3: 4) weights are points of a fixed grid (iq_grids.h), with
+ *                sign bits and odd sub-block scales; element order in quants_iq.c.
  *
  * Activation formats (the `vec_dot_type` of a row): Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 (which
  * carries d*sum(qs)) for Q4_1/Q5_1, Q8_K (float scale, 16-element sums) for the K-quants
- * and IQ4_XS (Q8_0 for IQ4_NL),
+ * and the IQ types but IQ4_NL (Q8_0 for IQ4_NL),
  * as ggml chooses, and quantised with ggml's CPU rounding so that results match
  * llama.cpp's closely. */
 #ifndef TOKD_KERNELS_QUANTS_H
@@ -56,6 +59,13 @@ typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d;
 typedef struct { float d; int8_t qs[256]; int16_t bsums[16]; } tokd_block_q8_K;
 typedef struct { uint16_t d; uint8_t qs[16]; } tokd_block_iq4_nl;
 typedef struct { uint16_t d, scales_h; uint8_t scales_l[4]; uint8_t qs[128]; } tokd_block_iq4_xs;
+typedef struct { uint16_t d; uint8_t qs[64]; } tokd_block_iq2_xxs;
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t scales[8]; } tokd_block_iq2_xs;
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; } tokd_block_iq2_s;
+typedef struct { uint16_t d; uint8_t qs[96]; } tokd_block_iq3_xxs;
+typedef struct { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; } tokd_block_iq3_s;
+typedef struct { uint16_t d; uint8_t qs[32]; uint8_t qh[16]; } tokd_block_iq1_s;
+typedef struct { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; } tokd_block_iq1_m;
 
 _Static_assert(sizeof(tokd_block_q4_0) == 18, "q4_0 layout");
 _Static_assert(sizeof(tokd_block_q4_1) == 20, "q4_1 layout");
@@ -71,6 +81,13 @@ _Static_assert(sizeof(tokd_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(tokd_block_q8_K) == 292, "q8_K layout");
 _Static_assert(sizeof(tokd_block_iq4_nl) == 18, "iq4_nl layout");
 _Static_assert(sizeof(tokd_block_iq4_xs) == 136, "iq4_xs layout");
+_Static_assert(sizeof(tokd_block_iq2_xxs) == 66, "iq2_xxs layout");
+_Static_assert(sizeof(tokd_block_iq2_xs) == 74, "iq2_xs layout");
+_Static_assert(sizeof(tokd_block_iq2_s) == 82, "iq2_s layout");
+_Static_assert(sizeof(tokd_block_iq3_xxs) == 98, "iq3_xxs layout");
+_Static_assert(sizeof(tokd_block_iq3_s) == 110, "iq3_s layout");
+_Static_assert(sizeof(tokd_block_iq1_s) == 50, "iq1_s layout");
+_Static_assert(sizeof(tokd_block_iq1_m) == 56, "iq1_m layout");
 
 /* Scale and min j (0..7) of a Q4_K/Q5_K block's 12 packed bytes: j<4 in the low 6 bits
  * of bytes j and j+4; j>=4 in the nibbles of byte j+4 plus the top 2 bits of bytes j-4
@@ -109,6 +126,19 @@ TOKD_QUANT_SCALAR(q6_K)
 TOKD_QUANT_SCALAR(iq4_nl)
 TOKD_QUANT_SCALAR(iq4_xs)
 #undef TOKD_QUANT_SCALAR
+/* The grid types (quants_iq.c): no quantiser (llama.cpp makes them from an importance
+ * matrix), only to_float and the scalar dot product with Q8_K. */
+#define TOKD_QUANT_IQ(T)                                                 \
+    void tokd_##T##_to_float(const void *src, float *dst, int64_t n);    \
+    void tokd_##T##_dot_ref(int64_t n, float *out, const void *w, const void *act);
+TOKD_QUANT_IQ(iq2_xxs)
+TOKD_QUANT_IQ(iq2_xs)
+TOKD_QUANT_IQ(iq2_s)
+TOKD_QUANT_IQ(iq3_xxs)
+TOKD_QUANT_IQ(iq3_s)
+TOKD_QUANT_IQ(iq1_s)
+TOKD_QUANT_IQ(iq1_m)
+#undef TOKD_QUANT_IQ
 void tokd_q8_1_to_float(const void *src, float *dst, int64_t n);
 void tokd_q8_1_from_float(const float *src, void *dst, int64_t n);
 void tokd_q8_K_to_float(const void *src, float *dst, int64_t n);
@@ -252,6 +282,9 @@ TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
 #define TOKD_DOT_IQ4(ISA) TOKD_DOT_DECL(iq4_nl, ISA) TOKD_DOT_DECL(iq4_xs, ISA)
 TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
+/* dot_iq_avx2.c: the grid types, AVX2 (every SIMD path uses it) */
+TOKD_DOT_DECL(iq2_xxs, avx2) TOKD_DOT_DECL(iq2_xs, avx2) TOKD_DOT_DECL(iq2_s, avx2) TOKD_DOT_DECL(iq3_xxs, avx2)
+TOKD_DOT_DECL(iq3_s, avx2) TOKD_DOT_DECL(iq1_s, avx2) TOKD_DOT_DECL(iq1_m, avx2)
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \

@@ -77,6 +77,13 @@ static tokd_type_traits table[] = {
     QROW(GGML_TYPE_Q6_K, "Q6_K", 256, tokd_block_q6_K, GGML_TYPE_Q8_K, tokd_q6_K_to_float, tokd_q6_K_from_float, tokd_q6_K_dot_ref),
     QROW(GGML_TYPE_IQ4_NL, "IQ4_NL", 32, tokd_block_iq4_nl, GGML_TYPE_Q8_0, tokd_iq4_nl_to_float, tokd_iq4_nl_from_float, tokd_iq4_nl_dot_ref),
     QROW(GGML_TYPE_IQ4_XS, "IQ4_XS", 256, tokd_block_iq4_xs, GGML_TYPE_Q8_K, tokd_iq4_xs_to_float, tokd_iq4_xs_from_float, tokd_iq4_xs_dot_ref),
+    QROW(GGML_TYPE_IQ2_XXS, "IQ2_XXS", 256, tokd_block_iq2_xxs, GGML_TYPE_Q8_K, tokd_iq2_xxs_to_float, NULL, tokd_iq2_xxs_dot_ref),
+    QROW(GGML_TYPE_IQ2_XS, "IQ2_XS", 256, tokd_block_iq2_xs, GGML_TYPE_Q8_K, tokd_iq2_xs_to_float, NULL, tokd_iq2_xs_dot_ref),
+    QROW(GGML_TYPE_IQ2_S, "IQ2_S", 256, tokd_block_iq2_s, GGML_TYPE_Q8_K, tokd_iq2_s_to_float, NULL, tokd_iq2_s_dot_ref),
+    QROW(GGML_TYPE_IQ3_XXS, "IQ3_XXS", 256, tokd_block_iq3_xxs, GGML_TYPE_Q8_K, tokd_iq3_xxs_to_float, NULL, tokd_iq3_xxs_dot_ref),
+    QROW(GGML_TYPE_IQ3_S, "IQ3_S", 256, tokd_block_iq3_s, GGML_TYPE_Q8_K, tokd_iq3_s_to_float, NULL, tokd_iq3_s_dot_ref),
+    QROW(GGML_TYPE_IQ1_S, "IQ1_S", 256, tokd_block_iq1_s, GGML_TYPE_Q8_K, tokd_iq1_s_to_float, NULL, tokd_iq1_s_dot_ref),
+    QROW(GGML_TYPE_IQ1_M, "IQ1_M", 256, tokd_block_iq1_m, GGML_TYPE_Q8_K, tokd_iq1_m_to_float, NULL, tokd_iq1_m_dot_ref),
     QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
 #undef QROW
@@ -102,16 +109,22 @@ typedef struct {
 #define QUANT_SIMD4(ID, T)                                                                              \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
+/* the grid types: one AVX2 kernel for every SIMD path */
+#define IQ_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2}
 static const simd_row simd_rows[] = {
     FLOAT_SIMD(GGML_TYPE_F16, f16),
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
     QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),    QUANT_SIMD4(GGML_TYPE_IQ4_NL, iq4_nl), QUANT_SIMD4(GGML_TYPE_IQ4_XS, iq4_xs),
+    IQ_SIMD(GGML_TYPE_IQ2_XXS, iq2_xxs),  IQ_SIMD(GGML_TYPE_IQ2_XS, iq2_xs),    IQ_SIMD(GGML_TYPE_IQ2_S, iq2_s),
+    IQ_SIMD(GGML_TYPE_IQ3_XXS, iq3_xxs),  IQ_SIMD(GGML_TYPE_IQ3_S, iq3_s),      IQ_SIMD(GGML_TYPE_IQ1_S, iq1_s),
+    IQ_SIMD(GGML_TYPE_IQ1_M, iq1_m),
 };
 #undef FLOAT_SIMD
 #undef QUANT_SIMD
 #undef QUANT_SIMD4
+#undef IQ_SIMD
 
 /* ---- CPU features and selection -------------------------------------------------- */
 

@@ -1,0 +1,19 @@
+/* iq_grids.h — the lattice points of the IQ1, IQ2 and IQ3 formats, expanded into rows of
+ * bytes: row i of a grid is point i, one byte a coordinate (as llama.cpp's tables hold
+ * them, byte j of the little-endian word being coordinate j). Filled by
+ * tokd_iq_grids_init (idempotent, thread-safe), which the kernels' entry points call. */
+#ifndef TOKD_KERNELS_IQ_GRIDS_H
+#define TOKD_KERNELS_IQ_GRIDS_H
+
+#include <stdint.h>
+
+extern uint8_t tokd_iq2xxs_grid[256][8], tokd_iq2xs_grid[512][8], tokd_iq2s_grid[1024][8];
+extern uint8_t tokd_iq3xxs_grid[256][4], tokd_iq3s_grid[512][4];
+extern int8_t tokd_iq1s_grid[2048][8]; /* coordinates -1, 0, 1 */
+/* The sign byte of a group of 8 from its 7 stored bits: bit j set means coordinate j is
+ * negated; bit 7 makes the count of negated coordinates even. */
+extern uint8_t tokd_iq_signs[128];
+
+void tokd_iq_grids_init(void);
+
+#endif
