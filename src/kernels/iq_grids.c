@@ -425,6 +425,7 @@ uint8_t tokd_iq2xxs_grid[256][8], tokd_iq2xs_grid[512][8], tokd_iq2s_grid[1024][
 uint8_t tokd_iq3xxs_grid[256][4], tokd_iq3s_grid[512][4];
 int8_t tokd_iq1s_grid[2048][8];
 uint8_t tokd_iq_signs[128];
+uint64_t tokd_iq_sign8[256], tokd_iq_sign8_7[128];
 
 static void expand(const uint16_t *codes, int n, int dims, int bits, const int8_t *values, int8_t *rows) {
     for (int i = 0; i < n; i++)
@@ -442,6 +443,12 @@ static void grids_init_once(void) {
     expand(iq1s_codes, 2048, 8, 2, v1, &tokd_iq1s_grid[0][0]);
     /* seven stored sign bits, the eighth their parity (an even count of minus signs) */
     for (int i = 0; i < 128; i++) tokd_iq_signs[i] = (uint8_t)(i | (__builtin_parity((unsigned)i) << 7));
+    for (int s = 0; s < 256; s++) {
+        uint64_t v = 0;
+        for (int j = 0; j < 8; j++) v |= (uint64_t)((s >> j & 1) ? 0xFF : 0x01) << 8 * j;
+        tokd_iq_sign8[s] = v;
+    }
+    for (int i = 0; i < 128; i++) tokd_iq_sign8_7[i] = tokd_iq_sign8[tokd_iq_signs[i]];
 }
 
 void tokd_iq_grids_init(void) {

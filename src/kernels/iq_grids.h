@@ -13,6 +13,9 @@ extern int8_t tokd_iq1s_grid[2048][8]; /* coordinates -1, 0, 1 */
 /* The sign byte of a group of 8 from its 7 stored bits: bit j set means coordinate j is
  * negated; bit 7 makes the count of negated coordinates even. */
 extern uint8_t tokd_iq_signs[128];
+/* The same as 8 bytes of +1 or -1 (-1 where the coordinate is negated), for vpsignb:
+ * tokd_iq_sign8[s] for a whole sign byte s, tokd_iq_sign8_7[f] for 7 stored bits f. */
+extern uint64_t tokd_iq_sign8[256], tokd_iq_sign8_7[128];
 
 void tokd_iq_grids_init(void);
 
