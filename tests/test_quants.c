@@ -258,6 +258,13 @@ static const struct {
     {GGML_TYPE_Q6_K, tokd_q6_K_dot4_avx512, tokd_q6_K_dot4_avx512vnni, NULL},
     {GGML_TYPE_IQ4_NL, tokd_iq4_nl_dot4_avx512, tokd_iq4_nl_dot4_avx512vnni, NULL},
     {GGML_TYPE_IQ4_XS, tokd_iq4_xs_dot4_avx512, tokd_iq4_xs_dot4_avx512vnni, NULL},
+    {GGML_TYPE_IQ2_XXS, NULL, NULL, tokd_iq2_xxs_dot4_avx2},
+    {GGML_TYPE_IQ2_XS, NULL, NULL, tokd_iq2_xs_dot4_avx2},
+    {GGML_TYPE_IQ2_S, NULL, NULL, tokd_iq2_s_dot4_avx2},
+    {GGML_TYPE_IQ3_XXS, NULL, NULL, tokd_iq3_xxs_dot4_avx2},
+    {GGML_TYPE_IQ3_S, NULL, NULL, tokd_iq3_s_dot4_avx2},
+    {GGML_TYPE_IQ1_S, NULL, NULL, tokd_iq1_s_dot4_avx2},
+    {GGML_TYPE_IQ1_M, NULL, NULL, tokd_iq1_m_dot4_avx2},
     {GGML_TYPE_F32, tokd_f32_dot4_avx512, NULL, tokd_f32_dot4_avx2},
     {GGML_TYPE_F16, tokd_f16_dot4_avx512, NULL, tokd_f16_dot4_avx2},
     {GGML_TYPE_BF16, tokd_bf16_dot4_avx512, NULL, tokd_bf16_dot4_avx2},
@@ -335,6 +342,8 @@ static void test_dot4(void) {
             CHECK(t->vec_dot4 == f512, "%s: four-row kernel not selected", t->name);
         if (!have_avx512() && have_avx2() && f2 && !getenv("TOKD_KERNELS"))
             CHECK(t->vec_dot4 == f2, "%s: AVX2 four-row kernel not selected", t->name);
+        if (have_avx512() && f2 && !f512 && !fvnni && !getenv("TOKD_KERNELS")) /* the grid types' one AVX2 form */
+            CHECK(t->vec_dot4 == f2, "%s: AVX2 four-row kernel not selected on the AVX-512 path", t->name);
         const char *force = getenv("TOKD_KERNELS");
         if (force && !strcmp(force, "avx2") && have_avx2() && f2)
             CHECK(t->vec_dot4 == f2, "%s: AVX2 four-row kernel not selected on the forced AVX2 path", t->name);

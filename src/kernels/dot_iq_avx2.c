@@ -1,12 +1,22 @@
 /* dot_iq_avx2.c — the grid types' dot products with Q8_K activations, AVX2 (see
  * quants_iq.c for the layouts and the arithmetic). AVX-512 hosts use these too.
  *
- * A sub-block of 32 weights at a time: its four (IQ3: eight) grid rows are gathered
- * into one vector of coordinate magnitudes, its 32 sign bits turned into a vector of
- * +-1 that is applied to the activations (vpsignb), then vpmaddubsw makes 16 pair
- * sums and vpmaddwd multiplies each half's by its scale multiplier. The super-block's
- * integer sum is exact, so the result equals the scalar reference bit for bit: the
- * float steps after it are the same. */
+ * A sub-block of 32 weights at a time. Each type's decoder (*_sub below) gathers its
+ * four (IQ3: eight) grid rows into one vector of coordinate magnitudes, makes a vector
+ * of +-1 from its sign bits, and a vector of the two halves' scale multipliers. Then,
+ * for each activation row: vpsignb puts the signs on the activations, vpmaddubsw makes
+ * 16 pair sums and vpmaddwd multiplies each half's by its scale. The one-row kernel
+ * (decode) and the four-row kernel (prefill) share the decoders, so the four-row one
+ * pays for the lookups once per four rows. Each super-block's integer sum is exact,
+ * so every result equals the scalar reference bit for bit: the float steps after it
+ * are the same.
+ *
+ * Measured choices (one thread on cached rows, ns a super-block): the sign bytes of
+ * IQ2_XXS, IQ2_XS and IQ3_XXS groups come from a table of their 7 stored bits
+ * (tokd_iq_sign8_7: IQ2_XXS 24 -> 16.5 against parity lookups and a bit expansion); the
+ * eight 4-byte rows of IQ3 from one vpgatherdd (IQ3_S 82 -> 31 against eight scalar
+ * loads and inserts), while four 8-byte rows stay scalar loads (a vpgatherdq: 40
+ * against 25). */
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -29,10 +39,12 @@ static inline uint32_t rd32(const void *p) {
     return v;
 }
 
-/* Four 8-wide grid rows as 32 bytes. */
-A2 INLINE __m256i rows8(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3) {
-    return _mm256_set_epi64x((long long)rd64(r3), (long long)rd64(r2), (long long)rd64(r1), (long long)rd64(r0));
+/* Four 8-byte values (grid rows, sign tables) as 32 bytes, the first lowest. */
+A2 INLINE __m256i four64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return _mm256_set_epi64x((long long)d, (long long)c, (long long)b, (long long)a);
 }
+/* Eight 4-byte grid rows by index, one vpgatherdd. */
+A2 INLINE __m256i rows4(const uint8_t (*grid)[4], __m256i idx) { return _mm256_i32gather_epi32((const int *)grid, idx, 4); }
 
 /* Byte k of the result is -1 where bit k of `bits` is set, else +1. */
 A2 INLINE __m256i sign_vector(uint32_t bits) {
@@ -41,13 +53,8 @@ A2 INLINE __m256i sign_vector(uint32_t bits) {
     const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), mask);
     return _mm256_or_si256(_mm256_cmpeq_epi8(b, mask), _mm256_set1_epi8(1));
 }
-
-/* acc += each half's scale (sc: 16-bit, low half first) * (pair sums of magnitude *
- * activation signed by sv). */
-A2 INLINE __m256i sub_block_sv(__m256i acc, __m256i mag, __m256i sv, const int8_t *q8, __m256i sc) {
-    const __m256i q = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), sv);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(mag, q), sc));
-}
+/* Two halves' scale multipliers in 16-bit lanes, the first half low. */
+A2 INLINE __m256i halves(int ls0, int ls1) { return _mm256_set_m128i(_mm_set1_epi16((short)ls1), _mm_set1_epi16((short)ls0)); }
 
 A2 INLINE int32_t hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -56,155 +63,190 @@ A2 INLINE int32_t hsum_i32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-/* Each type's super-block loop: the body (the macro's last argument) sets `acc` from block x[b] and activations y[b].qs. */
-#define IQ_DOT(T, K, ...)                                                                       \
-    A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {         \
-        tokd_iq_grids_init();                                                                    \
-        const tokd_block_##T *xs = w;                                                            \
-        const tokd_block_q8_K *y = act;                                                          \
-        float sum = 0;                                                                           \
-        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                            \
-            const tokd_block_##T *x = &xs[b];                                                    \
-            const int8_t *q8 = y[b].qs;                                                          \
-            __m256i acc = _mm256_setzero_si256();                                                \
-            __VA_ARGS__                                                                          \
-            sum += (tokd_f16_to_f32(x->d) * y[b].d) * (float)hsum_i32(acc);                      \
-        }                                                                                        \
-        *out = (K) * sum;                                                                        \
-    }
+/* ---- the decoders: sub-block ib of a block ---- */
 
-/* Four groups' +-1 bytes from a sign table (loads beat the sign_vector expansion here,
- * whose input would first be assembled from four parity lookups). */
-A2 INLINE __m256i signs4(uint64_t s0, uint64_t s1, uint64_t s2, uint64_t s3) {
-    return _mm256_set_epi64x((long long)s3, (long long)s2, (long long)s1, (long long)s0);
+typedef struct {
+    __m256i mag; /* coordinate magnitudes (IQ1: the signed coordinates) */
+    __m256i sv;  /* +-1: the coordinates' signs */
+    __m256i sc;  /* the halves' scale multipliers */
+} iq_sub;
+
+A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib) {
+    const uint8_t *q = x->qs + 8 * ib;
+    const uint32_t a = rd32(q + 4);
+    return (iq_sub){four64(rd64(tokd_iq2xxs_grid[q[0]]), rd64(tokd_iq2xxs_grid[q[1]]), rd64(tokd_iq2xxs_grid[q[2]]),
+                           rd64(tokd_iq2xxs_grid[q[3]])),
+                    four64(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
+                           tokd_iq_sign8_7[(a >> 21) & 127]),
+                    _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
+}
+A2 INLINE iq_sub iq2_xs_sub(const tokd_block_iq2_xs *x, int ib) {
+    uint16_t q[4];
+    memcpy(q, x->qs + 8 * ib, 8);
+    return (iq_sub){four64(rd64(tokd_iq2xs_grid[q[0] & 511]), rd64(tokd_iq2xs_grid[q[1] & 511]), rd64(tokd_iq2xs_grid[q[2] & 511]),
+                           rd64(tokd_iq2xs_grid[q[3] & 511])),
+                    four64(tokd_iq_sign8_7[q[0] >> 9], tokd_iq_sign8_7[q[1] >> 9], tokd_iq_sign8_7[q[2] >> 9], tokd_iq_sign8_7[q[3] >> 9]),
+                    halves(2 * (x->scales[ib] & 15) + 1, 2 * (x->scales[ib] >> 4) + 1)};
+}
+A2 INLINE iq_sub iq2_s_sub(const tokd_block_iq2_s *x, int ib) {
+    const uint8_t *q = x->qs + 4 * ib, h = x->qh[ib];
+    return (iq_sub){four64(rd64(tokd_iq2s_grid[q[0] | (h & 3) << 8]), rd64(tokd_iq2s_grid[q[1] | ((h >> 2) & 3) << 8]),
+                           rd64(tokd_iq2s_grid[q[2] | ((h >> 4) & 3) << 8]), rd64(tokd_iq2s_grid[q[3] | ((h >> 6) & 3) << 8])),
+                    sign_vector(rd32(x->qs + 32 + 4 * ib)), halves(2 * (x->scales[ib] & 15) + 1, 2 * (x->scales[ib] >> 4) + 1)};
+}
+A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib) {
+    const uint32_t a = rd32(x->qs + 64 + 4 * ib);
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
+    return (iq_sub){rows4(tokd_iq3xxs_grid, idx),
+                    four64(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
+                           tokd_iq_sign8_7[(a >> 21) & 127]),
+                    _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
+}
+A2 INLINE iq_sub iq3_s_sub(const tokd_block_iq3_s *x, int ib) {
+    /* index i: qs[8ib + i], with bit i of qh[ib] as bit 8 */
+    const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
+    const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(x->qh[ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
+                                        _mm256_set1_epi32(256));
+    return (iq_sub){rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(rd32(x->signs + 4 * ib)),
+                    _mm256_set1_epi16((short)(2 * ((x->scales[ib / 2] >> 4 * (ib % 2)) & 15) + 1))};
 }
 
-IQ_DOT(iq2_xxs, 0.125f, {
-    for (int ib = 0; ib < 8; ib++) {
-        const uint8_t *q = x->qs + 8 * ib;
-        const uint32_t a = rd32(q + 4);
-        const __m256i mag = rows8(tokd_iq2xxs_grid[q[0]], tokd_iq2xxs_grid[q[1]], tokd_iq2xxs_grid[q[2]], tokd_iq2xxs_grid[q[3]]);
-        const __m256i sv = signs4(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
-                                  tokd_iq_sign8_7[(a >> 21) & 127]);
-        acc = sub_block_sv(acc, mag, sv, q8 + 32 * ib, _mm256_set1_epi16((short)(2 * (a >> 28) + 1)));
-    }
-})
-
-IQ_DOT(iq2_xs, 0.125f, {
-    for (int ib = 0; ib < 8; ib++) {
-        uint16_t q[4];
-        memcpy(q, x->qs + 8 * ib, 8);
-        const __m256i mag = rows8(tokd_iq2xs_grid[q[0] & 511], tokd_iq2xs_grid[q[1] & 511], tokd_iq2xs_grid[q[2] & 511],
-                                  tokd_iq2xs_grid[q[3] & 511]);
-        const __m256i sv = signs4(tokd_iq_sign8_7[q[0] >> 9], tokd_iq_sign8_7[q[1] >> 9], tokd_iq_sign8_7[q[2] >> 9], tokd_iq_sign8_7[q[3] >> 9]);
-        const __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)(2 * (x->scales[ib] >> 4) + 1)),
-                                            _mm_set1_epi16((short)(2 * (x->scales[ib] & 15) + 1)));
-        acc = sub_block_sv(acc, mag, sv, q8 + 32 * ib, sc);
-    }
-})
-
-IQ_DOT(iq2_s, 0.125f, {
-    for (int ib = 0; ib < 8; ib++) {
-        const uint8_t *q = x->qs + 4 * ib, h = x->qh[ib];
-        const __m256i mag = rows8(tokd_iq2s_grid[q[0] | (h & 3) << 8], tokd_iq2s_grid[q[1] | ((h >> 2) & 3) << 8],
-                                  tokd_iq2s_grid[q[2] | ((h >> 4) & 3) << 8], tokd_iq2s_grid[q[3] | ((h >> 6) & 3) << 8]);
-        const __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)(2 * (x->scales[ib] >> 4) + 1)),
-                                            _mm_set1_epi16((short)(2 * (x->scales[ib] & 15) + 1)));
-        acc = sub_block_sv(acc, mag, sign_vector(rd32(x->qs + 32 + 4 * ib)), q8 + 32 * ib, sc);
-    }
-})
-
-/* Eight 4-wide grid rows as 32 bytes: one vpgatherdd (measured against eight scalar
- * loads and inserts: 40 against 47 ns a super-block of IQ3_S). */
-A2 INLINE __m256i rows4(const uint8_t (*grid)[4], __m256i idx) { return _mm256_i32gather_epi32((const int *)grid, idx, 4); }
-
-IQ_DOT(iq3_xxs, 0.25f, {
-    for (int ib = 0; ib < 8; ib++) {
-        const uint32_t a = rd32(x->qs + 64 + 4 * ib);
-        const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
-        const __m256i sv = signs4(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
-                                  tokd_iq_sign8_7[(a >> 21) & 127]);
-        acc = sub_block_sv(acc, rows4(tokd_iq3xxs_grid, idx), sv, q8 + 32 * ib, _mm256_set1_epi16((short)(2 * (a >> 28) + 1)));
-    }
-})
-
-IQ_DOT(iq3_s, 1.0f, {
-    const __m256i hshift = _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1), bit8 = _mm256_set1_epi32(256);
-    for (int ib = 0; ib < 8; ib++) { /* index i: qs[8ib + i], and bit i of qh[ib] as bit 8 */
-        const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
-        const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(x->qh[ib]), hshift), bit8);
-        const int ls = 2 * ((x->scales[ib / 2] >> 4 * (ib % 2)) & 15) + 1;
-        acc = sub_block_sv(acc, rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(rd32(x->signs + 4 * ib)), q8 + 32 * ib,
-                           _mm256_set1_epi16((short)ls));
-    }
-})
-
-/* IQ1: the coordinates (-1, 0, 1) signed onto the activations give P's terms. Q's: for
- * IQ1_S one shift sign a sub-block, so its Q8_K 16-element sums serve; IQ1_M's signs
- * change every 8 elements, so each pair sum of the activations is multiplied by its
- * half's scale signed by its group's shift (iq1m_shift16: +-1 in 16-bit lanes, four
- * lanes a group, for each pattern of four shift bits). */
-A2 INLINE __m256i iq1_coords(const int8_t *r0, const int8_t *r1, const int8_t *r2, const int8_t *r3) {
-    return rows8((const uint8_t *)r0, (const uint8_t *)r1, (const uint8_t *)r2, (const uint8_t *)r3);
+/* acc += the halves' scales * (pair sums of magnitude * signed activation). */
+A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
+    const __m256i q = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q8), s.sv);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(s.mag, q), s.sc));
 }
 
-A2 void tokd_iq1_s_dot_avx2(int64_t n, float *out, const void *w, const void *act) {
-    tokd_iq_grids_init();
-    const tokd_block_iq1_s *xs = w;
-    const tokd_block_q8_K *y = act;
-    const __m256i ones = _mm256_set1_epi8(1);
-    float sum = 0;
-    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
-        const tokd_block_iq1_s *x = &xs[b];
-        __m256i acc = _mm256_setzero_si256();
-        int32_t q = 0;
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *qs = x->qs + 4 * ib;
-            const int h = x->qh[2 * ib] | x->qh[2 * ib + 1] << 8, ls = 2 * ((h >> 12) & 7) + 1;
-            const __m256i c = iq1_coords(tokd_iq1s_grid[qs[0] | (h & 7) << 8], tokd_iq1s_grid[qs[1] | ((h >> 3) & 7) << 8],
-                                         tokd_iq1s_grid[qs[2] | ((h >> 6) & 7) << 8], tokd_iq1s_grid[qs[3] | ((h >> 9) & 7) << 8]);
-            const __m256i a = _mm256_loadu_si256((const __m256i *)(y[b].qs + 32 * ib));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(a, c)), _mm256_set1_epi16((short)ls)));
-            q += (h & 0x8000 ? -ls : ls) * (y[b].bsums[2 * ib] + y[b].bsums[2 * ib + 1]);
-        }
-        sum += (tokd_f16_to_f32(x->d) * y[b].d) * ((float)hsum_i32(acc) + 0.125f * (float)q);
+/* One row and four rows of each IQ2/IQ3 type; K the constant factor (quants_iq.c). */
+#define IQ_DOTS(T, K)                                                                                         \
+    A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {                      \
+        tokd_iq_grids_init();                                                                                 \
+        const tokd_block_##T *x = w;                                                                          \
+        const tokd_block_q8_K *y = act;                                                                       \
+        float sum = 0;                                                                                        \
+        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
+            __m256i acc = _mm256_setzero_si256();                                                             \
+            for (int ib = 0; ib < 8; ib++) acc = sub_dot(acc, T##_sub(&x[b], ib), y[b].qs + 32 * ib);          \
+            sum += (tokd_f16_to_f32(x[b].d) * y[b].d) * (float)hsum_i32(acc);                                 \
+        }                                                                                                     \
+        *out = (K) * sum;                                                                                     \
+    }                                                                                                         \
+    A2 void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) { \
+        tokd_iq_grids_init();                                                                                 \
+        const tokd_block_##T *x = w;                                                                          \
+        const tokd_block_q8_K *y[4];                                                                          \
+        for (int r = 0; r < 4; r++) y[r] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * act_stride); \
+        float sum[4] = {0, 0, 0, 0};                                                                          \
+        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
+            __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),          \
+                              _mm256_setzero_si256()};                                                        \
+            for (int ib = 0; ib < 8; ib++) {                                                                  \
+                const iq_sub s = T##_sub(&x[b], ib);                                                          \
+                for (int r = 0; r < 4; r++) acc[r] = sub_dot(acc[r], s, y[r][b].qs + 32 * ib);                 \
+            }                                                                                                 \
+            const float dx = tokd_f16_to_f32(x[b].d);                                                         \
+            for (int r = 0; r < 4; r++) sum[r] += (dx * y[r][b].d) * (float)hsum_i32(acc[r]);                 \
+        }                                                                                                     \
+        for (int r = 0; r < 4; r++) out[r] = (K) * sum[r];                                                    \
     }
-    *out = sum;
-}
+IQ_DOTS(iq2_xxs, 0.125f)
+IQ_DOTS(iq2_xs, 0.125f)
+IQ_DOTS(iq2_s, 0.125f)
+IQ_DOTS(iq3_xxs, 0.25f)
+IQ_DOTS(iq3_s, 1.0f)
 
+/* ---- IQ1 ----
+ * The coordinates (-1, 0, 1) signed onto the activations give P's terms. Q's: IQ1_S
+ * has one shift sign a sub-block, so the activations' 16-element sums serve; IQ1_M's
+ * signs change every 8 elements, so each pair sum of the activations is multiplied by
+ * its half's scale signed by its group's shift (iq1m_shift16: +-1 in 16-bit lanes,
+ * four lanes a group, for each pattern of four shift bits). */
+
+typedef struct {
+    __m256i c;     /* signed coordinates */
+    __m256i sc;    /* the halves' scale multipliers */
+    __m256i shift; /* IQ1_M: sc with each group's shift sign */
+    int shift_ls;  /* IQ1_S: the scale multiplier with the shift's sign */
+} iq1_sub;
+
+A2 INLINE __m256i iq1_rows(int i0, int i1, int i2, int i3) {
+    return four64(rd64(tokd_iq1s_grid[i0]), rd64(tokd_iq1s_grid[i1]), rd64(tokd_iq1s_grid[i2]), rd64(tokd_iq1s_grid[i3]));
+}
+A2 INLINE iq1_sub iq1_s_sub(const tokd_block_iq1_s *x, int ib) {
+    const uint8_t *q = x->qs + 4 * ib;
+    const int h = x->qh[2 * ib] | x->qh[2 * ib + 1] << 8, ls = 2 * ((h >> 12) & 7) + 1;
+    return (iq1_sub){iq1_rows(q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8, q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8),
+                     _mm256_set1_epi16((short)ls), _mm256_setzero_si256(), h & 0x8000 ? -ls : ls};
+}
 static int16_t iq1m_shift16[16][16];
 static void iq1m_shift16_init(void) {
     for (int m = 0; m < 16; m++)
         for (int l = 0; l < 16; l++) iq1m_shift16[m][l] = (m >> (l / 4) & 1) ? -1 : 1;
 }
-
-A2 void tokd_iq1_m_dot_avx2(int64_t n, float *out, const void *w, const void *act) {
-    tokd_iq_grids_init();
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, iq1m_shift16_init);
-    const tokd_block_iq1_m *xs = w;
-    const tokd_block_q8_K *y = act;
-    const __m256i ones = _mm256_set1_epi8(1);
-    float sum = 0;
-    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
-        const tokd_block_iq1_m *x = &xs[b];
-        uint16_t sc[4];
-        memcpy(sc, x->scales, 8);
-        const uint16_t d16 = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000));
-        __m256i acc = _mm256_setzero_si256(), acc_shift = acc;
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *qs = x->qs + 4 * ib, h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
-            const __m256i c = iq1_coords(tokd_iq1s_grid[qs[0] | (h0 & 7) << 8], tokd_iq1s_grid[qs[1] | ((h0 >> 4) & 7) << 8],
-                                         tokd_iq1s_grid[qs[2] | (h1 & 7) << 8], tokd_iq1s_grid[qs[3] | ((h1 >> 4) & 7) << 8]);
-            const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
-            const int s = sc[ib / 2] >> 6 * (ib % 2);
-            const __m256i scv = _mm256_set_m128i(_mm_set1_epi16((short)(2 * ((s >> 3) & 7) + 1)), _mm_set1_epi16((short)(2 * (s & 7) + 1)));
-            const __m256i a = _mm256_loadu_si256((const __m256i *)(y[b].qs + 32 * ib));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(a, c)), scv));
-            const __m256i shift_sc = _mm256_sign_epi16(scv, _mm256_loadu_si256((const __m256i *)iq1m_shift16[neg]));
-            acc_shift = _mm256_add_epi32(acc_shift, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, a), shift_sc));
-        }
-        sum += (tokd_f16_to_f32(d16) * y[b].d) * ((float)hsum_i32(acc) + 0.125f * (float)hsum_i32(acc_shift));
-    }
-    *out = sum;
+static pthread_once_t iq1m_once = PTHREAD_ONCE_INIT;
+A2 INLINE iq1_sub iq1_m_sub(const tokd_block_iq1_m *x, int ib) {
+    const uint8_t *q = x->qs + 4 * ib, h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
+    const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
+    const int s = (x->scales[ib / 2 * 2] | x->scales[ib / 2 * 2 + 1] << 8) >> 6 * (ib % 2);
+    const __m256i sc = halves(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
+    return (iq1_sub){iq1_rows(q[0] | (h0 & 7) << 8, q[1] | ((h0 >> 4) & 7) << 8, q[2] | (h1 & 7) << 8, q[3] | ((h1 >> 4) & 7) << 8), sc,
+                     _mm256_sign_epi16(sc, _mm256_loadu_si256((const __m256i *)iq1m_shift16[neg])), 0};
 }
+/* The fp16 super-block scale: IQ1_S's d, IQ1_M's top nibbles of its scale words. */
+INLINE float iq1_s_d(const tokd_block_iq1_s *x) { return tokd_f16_to_f32(x->d); }
+INLINE float iq1_m_d(const tokd_block_iq1_m *x) {
+    uint16_t sc[4];
+    memcpy(sc, x->scales, 8);
+    return tokd_f16_to_f32((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000)));
+}
+
+/* P's and Q's terms of one sub-block and activation row (Q: IQ1_M in acc_shift, IQ1_S
+ * in q from the 16-element sums bs). */
+A2 INLINE void iq1_dot(__m256i *acc, __m256i *acc_shift, int32_t *q, iq1_sub s, bool m, const int8_t *q8, const int16_t *bs) {
+    const __m256i ones = _mm256_set1_epi8(1), a = _mm256_loadu_si256((const __m256i *)q8);
+    *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(a, s.c)), s.sc));
+    if (m) *acc_shift = _mm256_add_epi32(*acc_shift, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, a), s.shift));
+    else *q += s.shift_ls * (bs[0] + bs[1]);
+}
+
+#define IQ1_DOTS(T, M)                                                                                        \
+    A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {                      \
+        tokd_iq_grids_init();                                                                                 \
+        pthread_once(&iq1m_once, iq1m_shift16_init);                                                          \
+        const tokd_block_##T *x = w;                                                                          \
+        const tokd_block_q8_K *y = act;                                                                       \
+        float sum = 0;                                                                                        \
+        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
+            __m256i acc = _mm256_setzero_si256(), acc_shift = acc;                                            \
+            int32_t q = 0;                                                                                    \
+            for (int ib = 0; ib < 8; ib++)                                                                    \
+                iq1_dot(&acc, &acc_shift, &q, T##_sub(&x[b], ib), M, y[b].qs + 32 * ib, y[b].bsums + 2 * ib); \
+            q += hsum_i32(acc_shift);                                                                         \
+            sum += (T##_d(&x[b]) * y[b].d) * ((float)hsum_i32(acc) + 0.125f * (float)q);                      \
+        }                                                                                                     \
+        *out = sum;                                                                                           \
+    }                                                                                                         \
+    A2 void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) { \
+        tokd_iq_grids_init();                                                                                 \
+        pthread_once(&iq1m_once, iq1m_shift16_init);                                                          \
+        const tokd_block_##T *x = w;                                                                          \
+        const tokd_block_q8_K *y[4];                                                                          \
+        for (int r = 0; r < 4; r++) y[r] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * act_stride); \
+        float sum[4] = {0, 0, 0, 0};                                                                          \
+        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
+            __m256i acc[4], acc_shift[4];                                                                     \
+            int32_t q[4] = {0, 0, 0, 0};                                                                      \
+            for (int r = 0; r < 4; r++) acc[r] = acc_shift[r] = _mm256_setzero_si256();                      \
+            for (int ib = 0; ib < 8; ib++) {                                                                  \
+                const iq1_sub s = T##_sub(&x[b], ib);                                                         \
+                for (int r = 0; r < 4; r++)                                                                   \
+                    iq1_dot(&acc[r], &acc_shift[r], &q[r], s, M, y[r][b].qs + 32 * ib, y[r][b].bsums + 2 * ib); \
+            }                                                                                                 \
+            const float dx = T##_d(&x[b]);                                                                    \
+            for (int r = 0; r < 4; r++)                                                                       \
+                sum[r] += (dx * y[r][b].d) * ((float)hsum_i32(acc[r]) + 0.125f * (float)(q[r] + hsum_i32(acc_shift[r]))); \
+        }                                                                                                     \
+        for (int r = 0; r < 4; r++) out[r] = sum[r];                                                          \
+    }
+IQ1_DOTS(iq1_s, false)
+IQ1_DOTS(iq1_m, true)

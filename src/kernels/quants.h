@@ -282,9 +282,13 @@ TOKD_DOT_FLOAT(avx512) TOKD_DOT_QUANT(avx512) /* dot_avx512.c: + AVX-512 F/BW/VL
 TOKD_DOT_QUANT(avx512vnni)                    /* dot_avx512.c: + AVX-512 VNNI */
 #define TOKD_DOT_IQ4(ISA) TOKD_DOT_DECL(iq4_nl, ISA) TOKD_DOT_DECL(iq4_xs, ISA)
 TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
-/* dot_iq_avx2.c: the grid types, AVX2 (every SIMD path uses it) */
-TOKD_DOT_DECL(iq2_xxs, avx2) TOKD_DOT_DECL(iq2_xs, avx2) TOKD_DOT_DECL(iq2_s, avx2) TOKD_DOT_DECL(iq3_xxs, avx2)
-TOKD_DOT_DECL(iq3_s, avx2) TOKD_DOT_DECL(iq1_s, avx2) TOKD_DOT_DECL(iq1_m, avx2)
+/* dot_iq_avx2.c: the grid types, AVX2 (every SIMD path uses it), one and four rows */
+#define TOKD_DOT_IQ(T)                                                                                           \
+    void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act);                             \
+    void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
+TOKD_DOT_IQ(iq2_xxs) TOKD_DOT_IQ(iq2_xs) TOKD_DOT_IQ(iq2_s) TOKD_DOT_IQ(iq3_xxs) TOKD_DOT_IQ(iq3_s) TOKD_DOT_IQ(iq1_s)
+TOKD_DOT_IQ(iq1_m)
+#undef TOKD_DOT_IQ
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \

@@ -109,8 +109,8 @@ typedef struct {
 #define QUANT_SIMD4(ID, T)                                                                              \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
-/* the grid types: one AVX2 kernel for every SIMD path */
-#define IQ_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2}
+/* the grid types: AVX2 kernels (one and four rows) for every SIMD path */
+#define IQ_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx2_4 = tokd_##T##_dot4_avx2}
 static const simd_row simd_rows[] = {
     FLOAT_SIMD(GGML_TYPE_F16, f16),
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
