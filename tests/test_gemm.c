@@ -3,7 +3,8 @@
  * of its weight row with its activation row quantised by the activation type's
  * from_float. Random and raw random-bit weight blocks (scales kept finite), every K
  * shape class (whole 8-block groups, groups plus a tail, tail only), odd weight and
- * activation row counts, row strides with padding; and through tokd_matmul with 1 and
+ * activation row counts, row strides with padding; the grid types (IQ1_S ... IQ3_S,
+ * AVX2 gemm) too, from raw blocks; and through tokd_matmul with 1 and
  * 2 threads, compared with the same reference; and the same bits whatever the thread
  * count (the work split). */
 #include <math.h>
@@ -29,15 +30,21 @@ static void fill_weights(const tokd_type_traits *t, uint8_t *W, int64_t K, int64
     float *f = malloc(sizeof(float) * (size_t)K);
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *row = W + (size_t)r * rb;
-        if (!raw) {
+        if (!raw && t->from_float) {
             float sc = (float)exp(t_rand_pm1(&rng) * 4);
             for (int64_t i = 0; i < K; i++) f[i] = (float)t_rand_pm1(&rng) * sc;
             t->from_float(f, row, K);
         } else {
             for (size_t i = 0; i < rb; i++) row[i] = (uint8_t)t_rand_u64(&rng);
-            for (int64_t b = 0; b < K / 32; b++) {
+            for (int64_t b = 0; b < K / t->blck; b++) {
                 uint16_t d = tokd_f32_to_f16((float)t_rand_pm1(&rng) * 0.01f);
-                memcpy(row + (size_t)b * t->bytes, &d, 2);
+                if (t->id == GGML_TYPE_IQ1_M) /* its scale: the top nibbles of its four scale words */
+                    for (int i = 0; i < 4; i++) {
+                        uint8_t *s = row + (size_t)b * t->bytes + 48 + 2 * i;
+                        s[1] = (uint8_t)((s[1] & 0x0F) | ((d >> 4 * i) & 15) << 4);
+                    }
+                else
+                    memcpy(row + (size_t)b * t->bytes, &d, 2);
             }
         }
     }
@@ -52,10 +59,12 @@ static void check_type(uint32_t id) {
         printf("%s: no gemm kernel on this CPU, skipped\n", t->name);
         return;
     }
-    static const int64_t Ks[] = {32, 96, 256, 288, 512, 2048, 2048 + 224, 5632};
+    static const int64_t Ks32[] = {32, 96, 256, 288, 512, 2048, 2048 + 224, 5632};
+    static const int64_t Ks256[] = {256, 512, 768, 2048, 2304, 5632, 256, 1024};
+    const int64_t *Ks = t->blck == 256 ? Ks256 : Ks32;
     static const int64_t NW[] = {1, 3, 17};
-    static const int64_t NA[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 17};
-    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+    static const int64_t NA[] = {1, 2, 3, 4, 5, 6, 7, 8, 17, 70}; /* 70: the grid types' chunks of 64 */
+    for (size_t ki = 0; ki < 8; ki++) {
         int64_t K = Ks[ki];
         for (int raw = 0; raw < 2; raw++)
             for (size_t wi = 0; wi < 3; wi++)
@@ -96,7 +105,7 @@ static void check_type(uint32_t id) {
 /* tokd_matmul (any path) against vec_dot_ref, 1 and 2 threads, several batch sizes. */
 static void check_matmul(uint32_t id) {
     const tokd_type_traits *t = tokd_type_get(id), *at = tokd_type_get(t->vec_dot_type);
-    const int64_t K = 512 + 64, n_out = 77;
+    const int64_t K = t->blck == 256 ? 768 : 512 + 64, n_out = 77;
     size_t rb = tokd_row_bytes(t, K), qb = tokd_row_bytes(at, K);
     uint8_t *W = malloc(rb * (size_t)n_out);
     fill_weights(t, W, K, n_out, 0);
@@ -479,6 +488,9 @@ int main(void) {
     check_prep();
     check_type(GGML_TYPE_Q4_0);
     check_type(GGML_TYPE_Q8_0);
+    static const uint32_t iq[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
+                                  GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M};
+    for (size_t i = 0; i < sizeof iq / sizeof iq[0]; i++) check_type(iq[i]), check_matmul(iq[i]);
     CHECK(n_bad == 0, "%lld of %lld gemm outputs differ from vec_dot_ref", (long long)n_bad, (long long)n_checks);
     printf("gemm outputs compared: %lld\n", (long long)n_checks);
     static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_F32};

@@ -11,6 +11,9 @@
  * so every result equals the scalar reference bit for bit: the float steps after it
  * are the same.
  *
+ * Prefill with many activation rows goes through the gemm forms at the end, which
+ * decode each super-block of a weight row once for up to IQ_GEMM_ROWS activation rows.
+ *
  * Measured choices (one thread on cached rows, ns a super-block): the sign bytes of
  * IQ2_XXS, IQ2_XS and IQ3_XXS groups come from a table of their 7 stored bits
  * (tokd_iq_sign8_7: IQ2_XXS 24 -> 16.5 against parity lookups and a bit expansion); the
@@ -96,8 +99,11 @@ A2 INLINE iq_sub iq2_s_sub(const tokd_block_iq2_s *x, int ib) {
 }
 A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib) {
     const uint32_t a = rd32(x->qs + 64 + 4 * ib);
-    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
-    return (iq_sub){rows4(tokd_iq3xxs_grid, idx),
+    const uint8_t *q = x->qs + 8 * ib;
+    const __m256i mag = _mm256_set_epi32((int)rd32(tokd_iq3xxs_grid[q[7]]), (int)rd32(tokd_iq3xxs_grid[q[6]]), (int)rd32(tokd_iq3xxs_grid[q[5]]),
+                                         (int)rd32(tokd_iq3xxs_grid[q[4]]), (int)rd32(tokd_iq3xxs_grid[q[3]]), (int)rd32(tokd_iq3xxs_grid[q[2]]),
+                                         (int)rd32(tokd_iq3xxs_grid[q[1]]), (int)rd32(tokd_iq3xxs_grid[q[0]]));
+    return (iq_sub){mag,
                     four64(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
                            tokd_iq_sign8_7[(a >> 21) & 127]),
                     _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
@@ -250,3 +256,134 @@ A2 INLINE void iq1_dot(__m256i *acc, __m256i *acc_shift, int32_t *q, iq1_sub s, 
     }
 IQ1_DOTS(iq1_s, false)
 IQ1_DOTS(iq1_m, true)
+
+/* ---- gemm: many activation rows (tokd_gemm_fn) ----
+ * Each weight super-block is decoded once into signed bytes w (the coordinates with
+ * their signs; IQ1: 8c plus the shift sign, so that one integer sum S = 8P + Q holds
+ * both of its terms, and P + 0.125 Q = S * 0.125 exactly while |S| < 2^23, as it is:
+ * |S| <= 9 * 15 * 128 * 256) and the halves' scales, then multiplied with every
+ * activation row of the chunk. The activation rows come prepared as Q8_K with 128 added
+ * to each quant (tokd_iq_gemm_prep), so vpmaddubsw takes them as its unsigned operand
+ * and the weights as its signed one; the block's 128 * sum(ls * w), computed with the
+ * decoding, is subtracted once a super-block. On AVX-512 the row loop runs two
+ * sub-blocks an instruction (tokd_*_gemm_avx512). The integer sums are the reference's,
+ * so the outputs are bit-equal to the one-row kernels. */
+#define IQ_GEMM_ROWS 64
+
+typedef struct {
+    _Alignas(64) int8_t w[256];
+    int16_t sc[256 / 2]; /* each pair's scale multiplier (vpmaddwd's operand) */
+    int32_t corr;        /* 128 * sum over halves of ls * (sum of w) */
+} iq_decoded;
+
+/* keep one sub-block: signed bytes, scales, and its part of the correction */
+A2 INLINE void keep_w(iq_decoded *d, int ib, __m256i w, __m256i sc) {
+    _mm256_store_si256((__m256i *)(d->w + 32 * ib), w);
+    _mm256_storeu_si256((__m256i *)(d->sc + 16 * ib), sc);
+    /* sum(ls * w) over the sub-block: pair sums of w (times 1), times the pairs' scales */
+    const __m256i pw = _mm256_maddubs_epi16(_mm256_set1_epi8(1), w);
+    d->corr += 128 * hsum_i32(_mm256_madd_epi16(pw, sc));
+}
+A2 INLINE void iq_keep(iq_decoded *d, int ib, iq_sub s) { keep_w(d, ib, _mm256_sign_epi8(s.mag, s.sv), s.sc); }
+A2 INLINE void iq1_keep(iq_decoded *d, int ib, iq1_sub s, __m256i shift_bytes) {
+    const __m256i c2 = _mm256_add_epi8(s.c, s.c), c4 = _mm256_add_epi8(c2, c2);
+    keep_w(d, ib, _mm256_add_epi8(_mm256_add_epi8(c4, c4), shift_bytes), s.sc);
+}
+static uint64_t iq1m_shift8[16][4]; /* +-1 bytes for each group of 8, by the four shift bits */
+static void iq1m_shift8_init(void) {
+    for (int m = 0; m < 16; m++)
+        for (int g = 0; g < 4; g++) iq1m_shift8[m][g] = (m >> g & 1) ? 0xFFFFFFFFFFFFFFFFull : 0x0101010101010101ull;
+}
+static pthread_once_t iq1m_shift8_once = PTHREAD_ONCE_INIT;
+
+#define DECODE(T) \
+    A2 INLINE void decode_##T(const tokd_block_##T *x, iq_decoded *d) { d->corr = 0; for (int ib = 0; ib < 8; ib++) iq_keep(d, ib, T##_sub(x, ib)); }
+DECODE(iq2_xxs)
+DECODE(iq2_xs)
+DECODE(iq2_s)
+DECODE(iq3_xxs)
+DECODE(iq3_s)
+A2 INLINE void decode_iq1_s(const tokd_block_iq1_s *x, iq_decoded *d) {
+    d->corr = 0;
+    for (int ib = 0; ib < 8; ib++) {
+        const iq1_sub s = iq1_s_sub(x, ib);
+        iq1_keep(d, ib, s, _mm256_set1_epi8(s.shift_ls < 0 ? -1 : 1));
+    }
+}
+A2 INLINE void decode_iq1_m(const tokd_block_iq1_m *x, iq_decoded *d) {
+    d->corr = 0;
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
+        const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
+        iq1_keep(d, ib, iq1_m_sub(x, ib), _mm256_loadu_si256((const __m256i *)iq1m_shift8[neg]));
+    }
+}
+INLINE float iq_d(uint16_t h) { return tokd_f16_to_f32(h); }
+
+/* the super-block's integer sum for one prepared activation row (quants + 128) */
+A2 INLINE int32_t decoded_dot_avx2(const iq_decoded *d, const uint8_t *a) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int ib = 0; ib < 8; ib++) {
+        const __m256i p = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)(a + 32 * ib)),
+                                               _mm256_load_si256((const __m256i *)(d->w + 32 * ib)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_loadu_si256((const __m256i *)(d->sc + 16 * ib))));
+    }
+    return hsum_i32(acc) - d->corr;
+}
+#define A512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
+A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
+    __m512i acc = _mm512_setzero_si512();
+    for (int ib = 0; ib < 8; ib += 2) {
+        const __m512i p = _mm512_maddubs_epi16(_mm512_loadu_si512(a + 32 * ib), _mm512_load_si512(d->w + 32 * ib));
+        acc = _mm512_add_epi32(acc, _mm512_madd_epi16(p, _mm512_loadu_si512(d->sc + 16 * ib)));
+    }
+    return _mm512_reduce_add_epi32(acc) - d->corr;
+}
+
+/* DX: the block's scale; TERM(d, S): the super-block's float term; K: the final factor */
+#define IQ_GEMM(T, ISA, TGT, DX, TERM, K)                                                                       \
+    TGT void tokd_##T##_gemm_##ISA(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
+                                   float *y, int64_t ldy) {                                                     \
+        tokd_iq_grids_init();                                                                                   \
+        pthread_once(&iq1m_once, iq1m_shift16_init);                                                            \
+        pthread_once(&iq1m_shift8_once, iq1m_shift8_init);                                                      \
+        const int64_t nb = n / TOKD_QK_K;                                                                       \
+        iq_decoded dec;                                                                                         \
+        float sum[IQ_GEMM_ROWS];                                                                                \
+        for (int64_t o = 0; o < nw; o++) {                                                                      \
+            const tokd_block_##T *x = (const tokd_block_##T *)((const uint8_t *)w + (size_t)o * ws);           \
+            for (int64_t r0 = 0; r0 < na; r0 += IQ_GEMM_ROWS) {                                                 \
+                const int64_t nr = na - r0 < IQ_GEMM_ROWS ? na - r0 : IQ_GEMM_ROWS;                             \
+                for (int64_t r = 0; r < nr; r++) sum[r] = 0;                                                    \
+                for (int64_t b = 0; b < nb; b++) {                                                              \
+                    decode_##T(&x[b], &dec);                                                                    \
+                    const float dx = DX;                                                                        \
+                    for (int64_t r = 0; r < nr; r++) {                                                          \
+                        const tokd_block_q8_K *yb = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)(r0 + r) * as) + b; \
+                        const float d = dx * yb->d;                                                             \
+                        const int32_t S = decoded_dot_##ISA(&dec, (const uint8_t *)yb->qs);                     \
+                        sum[r] += TERM;                                                                         \
+                    }                                                                                           \
+                }                                                                                               \
+                for (int64_t r = 0; r < nr; r++) y[(r0 + r) * ldy + o] = (K) * sum[r];                          \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+#define IQ_GEMMS(T, DX, TERM, K) IQ_GEMM(T, avx2, A2, DX, TERM, K) IQ_GEMM(T, avx512, A512, DX, TERM, K)
+IQ_GEMMS(iq2_xxs, iq_d(x[b].d), d * (float)S, 0.125f)
+IQ_GEMMS(iq2_xs, iq_d(x[b].d), d * (float)S, 0.125f)
+IQ_GEMMS(iq2_s, iq_d(x[b].d), d * (float)S, 0.125f)
+IQ_GEMMS(iq3_xxs, iq_d(x[b].d), d * (float)S, 0.25f)
+IQ_GEMMS(iq3_s, iq_d(x[b].d), d * (float)S, 1.0f)
+IQ_GEMMS(iq1_s, iq_d(x[b].d), d * ((float)S * 0.125f), 1.0f)
+IQ_GEMMS(iq1_m, iq1_m_d(&x[b]), d * ((float)S * 0.125f), 1.0f)
+
+size_t tokd_iq_gemm_act_bytes(int64_t n) { return ((size_t)(n / TOKD_QK_K) * sizeof(tokd_block_q8_K) + 63) & ~(size_t)63; }
+/* Q8_K with 128 added to every quant (the bytes read as unsigned); d and bsums kept */
+void tokd_iq_gemm_prep(const float *x, void *dst, int64_t n) {
+    tokd_q8_K_quantize(x, dst, n);
+    for (int64_t b = 0; b < n / TOKD_QK_K; b++) {
+        tokd_block_q8_K *y = (tokd_block_q8_K *)dst + b;
+        for (int i = 0; i < TOKD_QK_K; i++) y->qs[i] = (int8_t)((uint8_t)y->qs[i] ^ 0x80);
+    }
+}

@@ -285,10 +285,17 @@ TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
 /* dot_iq_avx2.c: the grid types, AVX2 (every SIMD path uses it), one and four rows */
 #define TOKD_DOT_IQ(T)                                                                                           \
     void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act);                             \
-    void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride);
+    void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride); \
+    void tokd_##T##_gemm_avx2(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
+                              float *y, int64_t ldy);                                                         \
+    void tokd_##T##_gemm_avx512(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
+                                float *y, int64_t ldy);
 TOKD_DOT_IQ(iq2_xxs) TOKD_DOT_IQ(iq2_xs) TOKD_DOT_IQ(iq2_s) TOKD_DOT_IQ(iq3_xxs) TOKD_DOT_IQ(iq3_s) TOKD_DOT_IQ(iq1_s)
 TOKD_DOT_IQ(iq1_m)
 #undef TOKD_DOT_IQ
+/* their gemm's activation rows: Q8_K with 128 added to each quant, 64-byte multiples */
+size_t tokd_iq_gemm_act_bytes(int64_t K);
+void tokd_iq_gemm_prep(const float *x, void *dst, int64_t K);
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */
 #define TOKD_DOT_STREAM(ISA)                                                                  \

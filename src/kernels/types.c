@@ -126,6 +126,20 @@ static const simd_row simd_rows[] = {
 #undef QUANT_SIMD4
 #undef IQ_SIMD
 
+/* The grid types' gemm kernels (dot_iq_avx2.c), used from IQ_GEMM_MIN_ROWS activation
+ * rows on; below, the four-row kernel. */
+#define IQ_GEMM(ID, T) {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512}
+static const struct {
+    uint32_t id;
+    tokd_gemm_fn avx2, avx512;
+} iq_gemms[] = {
+    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s),
+    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s),
+    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m),
+};
+#undef IQ_GEMM
+#define IQ_GEMM_MIN_ROWS 8
+
 /* ---- CPU features and selection -------------------------------------------------- */
 
 static tokd_cpu_features cpu;
@@ -200,6 +214,15 @@ static void kernels_init_once(void) {
             t->gemm_prep = tokd_gemm_q8_0_prep;
             t->gemm_act_bytes = tokd_gemm_q8x_act_bytes;
         }
+        /* the grid types' prefill: each weight super-block decoded once for many rows */
+        if (avx2)
+            for (size_t j = 0; j < sizeof iq_gemms / sizeof iq_gemms[0]; j++)
+                if (iq_gemms[j].id == t->id) {
+                    t->gemm = avx512 ? iq_gemms[j].avx512 : iq_gemms[j].avx2;
+                    t->gemm_prep = tokd_iq_gemm_prep;
+                    t->gemm_act_bytes = tokd_iq_gemm_act_bytes;
+                    t->gemm_min_rows = IQ_GEMM_MIN_ROWS;
+                }
         for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
             const simd_row *r = &simd_rows[j];
             if (r->id != t->id) continue;
