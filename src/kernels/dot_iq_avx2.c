@@ -3,7 +3,8 @@
  *
  * A sub-block of 32 weights at a time. Each type's decoder (*_sub below) gathers its
  * four (IQ3: eight) grid rows into one vector of coordinate magnitudes, makes a vector
- * of +-1 from its sign bits, and a vector of the two halves' scale multipliers. Then,
+ * of +-1 from its sign bits, and a vector of the two halves' scale multipliers (IQ1:
+ * see iq1_sub). Then,
  * for each activation row: vpsignb puts the signs on the activations, vpmaddubsw makes
  * 16 pair sums and vpmaddwd multiplies each half's by its scale. The one-row kernel
  * (decode) and the four-row kernel (prefill) share the decoders, so the four-row one
@@ -14,12 +15,16 @@
  * Prefill with many activation rows goes through the gemm forms at the end, which
  * decode each super-block of a weight row once for up to IQ_GEMM_ROWS activation rows.
  *
- * Measured choices (one thread on cached rows, ns a super-block): the sign bytes of
- * IQ2_XXS, IQ2_XS and IQ3_XXS groups come from a table of their 7 stored bits
- * (tokd_iq_sign8_7: IQ2_XXS 24 -> 16.5 against parity lookups and a bit expansion); the
- * eight 4-byte rows of IQ3 from one vpgatherdd (IQ3_S 82 -> 31 against eight scalar
- * loads and inserts), while four 8-byte rows stay scalar loads (a vpgatherdq: 40
- * against 25). */
+ * Measured choices (one thread on cached rows, ns a super-block, alternated in one
+ * process): the sign bytes of IQ2_XXS, IQ2_XS and IQ3_XXS groups come from a table of
+ * their 7 stored bits (tokd_iq_sign8_7: IQ2_XXS 24 -> 16.5 against parity lookups and
+ * a bit expansion); IQ3_S's eight 4-byte rows from one vpgatherdd (29 against 34 with
+ * scalar loads and inserts), IQ3_XXS's from scalar loads (21 against 27 gathered),
+ * IQ2's four 8-byte rows likewise (a vpgatherdq: 40 against 25); the halves' scales
+ * from a per-super-block vector and one vpshufb (IQ2_S 25 -> 17, IQ2_XS 19 -> 15); the
+ * fp16 scale by F16C inline (a call cost ~10 %). Against llama.cpp's kernels
+ * (c392e5094, libggml-cpu, the same rows): IQ2_XXS, IQ2_XS, IQ3_XXS equal, IQ2_S, IQ3_S,
+ * IQ1_S, IQ1_M 1.1-1.5x slower (BENCHMARKS.md, forty-fourth session). */
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -30,6 +35,10 @@
 
 #define A2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline))
+
+/* fp16 to float inline (F16C: exact, as tokd_f16_to_f32; a call per super-block cost
+ * a vzeroupper and reloaded constants) */
+A2 INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 static inline uint64_t rd64(const void *p) {
     uint64_t v;
@@ -58,6 +67,18 @@ A2 INLINE __m256i sign_vector(uint32_t bits) {
 }
 /* Two halves' scale multipliers in 16-bit lanes, the first half low. */
 A2 INLINE __m256i halves(int ls0, int ls1) { return _mm256_set_m128i(_mm_set1_epi16((short)ls1), _mm_set1_epi16((short)ls0)); }
+/* The same from a super-block's 16 half multipliers (bytes, both 128-bit lanes: made
+ * once a super-block): one vpshufb with a constant for each sub-block (with scalar
+ * fields and vpbroadcastw per sub-block, IQ2_S ran at 25 ns a super-block). */
+A2 INLINE __m256i pick_halves(__m256i ls16, int ib) {
+    return _mm256_shuffle_epi8(ls16, _mm256_set_m128i(_mm_set1_epi16((short)(0x8000 | (2 * ib + 1))), _mm_set1_epi16((short)(0x8000 | (2 * ib)))));
+}
+/* 2n + 1 for the 16 nibbles of 8 bytes, low nibble first: IQ2_XS's and IQ2_S's halves */
+A2 INLINE __m256i nibble_scales(const uint8_t *p) {
+    const __m128i v = _mm_loadl_epi64((const __m128i *)p), m = _mm_set1_epi8(15);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+    return _mm256_broadcastsi128_si256(_mm_add_epi8(_mm_add_epi8(n, n), _mm_set1_epi8(1)));
+}
 
 A2 INLINE int32_t hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -74,7 +95,7 @@ typedef struct {
     __m256i sc;  /* the halves' scale multipliers */
 } iq_sub;
 
-A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib) {
+A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib, __m256i ls16) {
     const uint8_t *q = x->qs + 8 * ib;
     const uint32_t a = rd32(q + 4);
     return (iq_sub){four64(rd64(tokd_iq2xxs_grid[q[0]]), rd64(tokd_iq2xxs_grid[q[1]]), rd64(tokd_iq2xxs_grid[q[2]]),
@@ -83,21 +104,21 @@ A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib) {
                            tokd_iq_sign8_7[(a >> 21) & 127]),
                     _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
 }
-A2 INLINE iq_sub iq2_xs_sub(const tokd_block_iq2_xs *x, int ib) {
+A2 INLINE iq_sub iq2_xs_sub(const tokd_block_iq2_xs *x, int ib, __m256i ls16) {
     uint16_t q[4];
     memcpy(q, x->qs + 8 * ib, 8);
     return (iq_sub){four64(rd64(tokd_iq2xs_grid[q[0] & 511]), rd64(tokd_iq2xs_grid[q[1] & 511]), rd64(tokd_iq2xs_grid[q[2] & 511]),
                            rd64(tokd_iq2xs_grid[q[3] & 511])),
                     four64(tokd_iq_sign8_7[q[0] >> 9], tokd_iq_sign8_7[q[1] >> 9], tokd_iq_sign8_7[q[2] >> 9], tokd_iq_sign8_7[q[3] >> 9]),
-                    halves(2 * (x->scales[ib] & 15) + 1, 2 * (x->scales[ib] >> 4) + 1)};
+                    pick_halves(ls16, ib)};
 }
-A2 INLINE iq_sub iq2_s_sub(const tokd_block_iq2_s *x, int ib) {
+A2 INLINE iq_sub iq2_s_sub(const tokd_block_iq2_s *x, int ib, __m256i ls16) {
     const uint8_t *q = x->qs + 4 * ib, h = x->qh[ib];
     return (iq_sub){four64(rd64(tokd_iq2s_grid[q[0] | (h & 3) << 8]), rd64(tokd_iq2s_grid[q[1] | ((h >> 2) & 3) << 8]),
                            rd64(tokd_iq2s_grid[q[2] | ((h >> 4) & 3) << 8]), rd64(tokd_iq2s_grid[q[3] | ((h >> 6) & 3) << 8])),
-                    sign_vector(rd32(x->qs + 32 + 4 * ib)), halves(2 * (x->scales[ib] & 15) + 1, 2 * (x->scales[ib] >> 4) + 1)};
+                    sign_vector(rd32(x->qs + 32 + 4 * ib)), pick_halves(ls16, ib)};
 }
-A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib) {
+A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib, __m256i ls16) {
     const uint32_t a = rd32(x->qs + 64 + 4 * ib);
     const uint8_t *q = x->qs + 8 * ib;
     const __m256i mag = _mm256_set_epi32((int)rd32(tokd_iq3xxs_grid[q[7]]), (int)rd32(tokd_iq3xxs_grid[q[6]]), (int)rd32(tokd_iq3xxs_grid[q[5]]),
@@ -108,13 +129,70 @@ A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib) {
                            tokd_iq_sign8_7[(a >> 21) & 127]),
                     _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
 }
-A2 INLINE iq_sub iq3_s_sub(const tokd_block_iq3_s *x, int ib) {
+A2 INLINE iq_sub iq3_s_sub(const tokd_block_iq3_s *x, int ib, __m256i ls16) {
     /* index i: qs[8ib + i], with bit i of qh[ib] as bit 8 */
     const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
     const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(x->qh[ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
                                         _mm256_set1_epi32(256));
-    return (iq_sub){rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(rd32(x->signs + 4 * ib)),
-                    _mm256_set1_epi16((short)(2 * ((x->scales[ib / 2] >> 4 * (ib % 2)) & 15) + 1))};
+    return (iq_sub){rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(rd32(x->signs + 4 * ib)), pick_halves(ls16, ib)};
+}
+
+/* IQ1: coordinates -1, 0, 1, each group of 8 shifted by +-1/8. The decoders give
+ * w = 8c + shift sign (never 0) as magnitude and sign, so that one integer sum
+ * S = 8P + Q holds both of the reference's terms: P + 0.125 Q = S * 0.125 exactly while
+ * |S| < 2^23, as it is (|S| <= 9 * 15 * 128 * 256). One vpmaddubsw a sub-block, where
+ * a separate sum of the shift terms cost IQ1_M 37 ns a super-block against 27. */
+A2 INLINE iq_sub iq1_sub(__m256i c, __m256i shift_bytes, __m256i sc) {
+    const __m256i c2 = _mm256_add_epi8(c, c), c4 = _mm256_add_epi8(c2, c2);
+    const __m256i w = _mm256_add_epi8(_mm256_add_epi8(c4, c4), shift_bytes);
+    return (iq_sub){_mm256_abs_epi8(w), w, sc};
+}
+A2 INLINE __m256i iq1_rows(int i0, int i1, int i2, int i3) {
+    return four64(rd64(tokd_iq1s_grid[i0]), rd64(tokd_iq1s_grid[i1]), rd64(tokd_iq1s_grid[i2]), rd64(tokd_iq1s_grid[i3]));
+}
+A2 INLINE iq_sub iq1_s_sub(const tokd_block_iq1_s *x, int ib, __m256i ls16) {
+    const uint8_t *q = x->qs + 4 * ib;
+    const int h = x->qh[2 * ib] | x->qh[2 * ib + 1] << 8;
+    return iq1_sub(iq1_rows(q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8, q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8),
+                   _mm256_set1_epi8(h & 0x8000 ? -1 : 1), _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1)));
+}
+static uint64_t iq1m_shift8[16][4]; /* +-1 bytes for each group of 8, by the four shift bits */
+static void iq1m_shift8_init(void) {
+    for (int m = 0; m < 16; m++)
+        for (int g = 0; g < 4; g++) iq1m_shift8[m][g] = (m >> g & 1) ? 0xFFFFFFFFFFFFFFFFull : 0x0101010101010101ull;
+}
+static pthread_once_t iq1m_once = PTHREAD_ONCE_INIT;
+A2 INLINE iq_sub iq1_m_sub(const tokd_block_iq1_m *x, int ib, __m256i ls16) {
+    const uint8_t *q = x->qs + 4 * ib, h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
+    const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
+    return iq1_sub(iq1_rows(q[0] | (h0 & 7) << 8, q[1] | ((h0 >> 4) & 7) << 8, q[2] | (h1 & 7) << 8, q[3] | ((h1 >> 4) & 7) << 8),
+                   _mm256_loadu_si256((const __m256i *)iq1m_shift8[neg]), pick_halves(ls16, ib));
+}
+/* The fp16 super-block scale: IQ1_M's is the top nibbles of its four scale words. */
+A2 INLINE float iq1_m_d(const tokd_block_iq1_m *x) {
+    uint16_t sc[4];
+    memcpy(sc, x->scales, 8);
+    return h2f((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000)));
+}
+
+/* Each super-block's 16 half multipliers for pick_halves (unused where a sub-block's
+ * scale comes with its sign bits). */
+A2 INLINE __m256i iq2_xxs_scales(const tokd_block_iq2_xxs *x) { (void)x; return _mm256_setzero_si256(); }
+A2 INLINE __m256i iq3_xxs_scales(const tokd_block_iq3_xxs *x) { (void)x; return _mm256_setzero_si256(); }
+A2 INLINE __m256i iq1_s_scales(const tokd_block_iq1_s *x) { (void)x; return _mm256_setzero_si256(); }
+A2 INLINE __m256i iq1_m_scales(const tokd_block_iq1_m *x) { /* half h: bits 3(h%4).. of word h/4 */
+    const uint64_t w = rd64(x->scales);
+    uint8_t ls[16];
+    for (int h = 0; h < 16; h++) ls[h] = (uint8_t)(2 * ((w >> (16 * (h / 4) + 3 * (h % 4))) & 7) + 1);
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ls));
+}
+A2 INLINE __m256i iq2_xs_scales(const tokd_block_iq2_xs *x) { return nibble_scales(x->scales); }
+A2 INLINE __m256i iq2_s_scales(const tokd_block_iq2_s *x) { return nibble_scales(x->scales); }
+A2 INLINE __m256i iq3_s_scales(const tokd_block_iq3_s *x) { /* one nibble a sub-block, for both its halves */
+    const __m128i v = _mm_cvtsi32_si128((int)rd32(x->scales)), m = _mm_set1_epi8(15);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+    const __m128i d = _mm_unpacklo_epi8(n, n);
+    return _mm256_broadcastsi128_si256(_mm_add_epi8(_mm_add_epi8(d, d), _mm_set1_epi8(1)));
 }
 
 /* acc += the halves' scales * (pair sums of magnitude * signed activation). */
@@ -123,22 +201,29 @@ A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(s.mag, q), s.sc));
 }
 
-/* One row and four rows of each IQ2/IQ3 type; K the constant factor (quants_iq.c). */
-#define IQ_DOTS(T, K)                                                                                         \
+/* One row and four rows of each type. DX: block x[b]'s scale; TERM: a super-block's
+ * float term from d = DX * y.d and its integer sum S; K: the final factor (quants_iq.c). */
+#define IQ_DOTS(T, DX, TERM, K)                                                                               \
     A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {                      \
         tokd_iq_grids_init();                                                                                 \
+        pthread_once(&iq1m_once, iq1m_shift8_init);                                                           \
         const tokd_block_##T *x = w;                                                                          \
         const tokd_block_q8_K *y = act;                                                                       \
         float sum = 0;                                                                                        \
         for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
             __m256i acc = _mm256_setzero_si256();                                                             \
-            for (int ib = 0; ib < 8; ib++) acc = sub_dot(acc, T##_sub(&x[b], ib), y[b].qs + 32 * ib);          \
-            sum += (tokd_f16_to_f32(x[b].d) * y[b].d) * (float)hsum_i32(acc);                                 \
+            const __m256i ls16 = T##_scales(&x[b]);                                                           \
+            _Pragma("GCC unroll 8") for (int ib = 0; ib < 8; ib++)                                            \
+                acc = sub_dot(acc, T##_sub(&x[b], ib, ls16), y[b].qs + 32 * ib);                              \
+            const float d = (DX) * y[b].d;                                                                    \
+            const int32_t S = hsum_i32(acc);                                                                  \
+            sum += TERM;                                                                                      \
         }                                                                                                     \
         *out = (K) * sum;                                                                                     \
     }                                                                                                         \
     A2 void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) { \
         tokd_iq_grids_init();                                                                                 \
+        pthread_once(&iq1m_once, iq1m_shift8_init);                                                           \
         const tokd_block_##T *x = w;                                                                          \
         const tokd_block_q8_K *y[4];                                                                          \
         for (int r = 0; r < 4; r++) y[r] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * act_stride); \
@@ -146,116 +231,27 @@ A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
         for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
             __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),          \
                               _mm256_setzero_si256()};                                                        \
-            for (int ib = 0; ib < 8; ib++) {                                                                  \
-                const iq_sub s = T##_sub(&x[b], ib);                                                          \
+            const __m256i ls16 = T##_scales(&x[b]);                                                           \
+            _Pragma("GCC unroll 8") for (int ib = 0; ib < 8; ib++) {                                          \
+                const iq_sub s = T##_sub(&x[b], ib, ls16);                                                    \
                 for (int r = 0; r < 4; r++) acc[r] = sub_dot(acc[r], s, y[r][b].qs + 32 * ib);                 \
             }                                                                                                 \
-            const float dx = tokd_f16_to_f32(x[b].d);                                                         \
-            for (int r = 0; r < 4; r++) sum[r] += (dx * y[r][b].d) * (float)hsum_i32(acc[r]);                 \
+            const float dx = DX;                                                                              \
+            for (int r = 0; r < 4; r++) {                                                                     \
+                const float d = dx * y[r][b].d;                                                               \
+                const int32_t S = hsum_i32(acc[r]);                                                           \
+                sum[r] += TERM;                                                                               \
+            }                                                                                                 \
         }                                                                                                     \
         for (int r = 0; r < 4; r++) out[r] = (K) * sum[r];                                                    \
     }
-IQ_DOTS(iq2_xxs, 0.125f)
-IQ_DOTS(iq2_xs, 0.125f)
-IQ_DOTS(iq2_s, 0.125f)
-IQ_DOTS(iq3_xxs, 0.25f)
-IQ_DOTS(iq3_s, 1.0f)
-
-/* ---- IQ1 ----
- * The coordinates (-1, 0, 1) signed onto the activations give P's terms. Q's: IQ1_S
- * has one shift sign a sub-block, so the activations' 16-element sums serve; IQ1_M's
- * signs change every 8 elements, so each pair sum of the activations is multiplied by
- * its half's scale signed by its group's shift (iq1m_shift16: +-1 in 16-bit lanes,
- * four lanes a group, for each pattern of four shift bits). */
-
-typedef struct {
-    __m256i c;     /* signed coordinates */
-    __m256i sc;    /* the halves' scale multipliers */
-    __m256i shift; /* IQ1_M: sc with each group's shift sign */
-    int shift_ls;  /* IQ1_S: the scale multiplier with the shift's sign */
-} iq1_sub;
-
-A2 INLINE __m256i iq1_rows(int i0, int i1, int i2, int i3) {
-    return four64(rd64(tokd_iq1s_grid[i0]), rd64(tokd_iq1s_grid[i1]), rd64(tokd_iq1s_grid[i2]), rd64(tokd_iq1s_grid[i3]));
-}
-A2 INLINE iq1_sub iq1_s_sub(const tokd_block_iq1_s *x, int ib) {
-    const uint8_t *q = x->qs + 4 * ib;
-    const int h = x->qh[2 * ib] | x->qh[2 * ib + 1] << 8, ls = 2 * ((h >> 12) & 7) + 1;
-    return (iq1_sub){iq1_rows(q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8, q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8),
-                     _mm256_set1_epi16((short)ls), _mm256_setzero_si256(), h & 0x8000 ? -ls : ls};
-}
-static int16_t iq1m_shift16[16][16];
-static void iq1m_shift16_init(void) {
-    for (int m = 0; m < 16; m++)
-        for (int l = 0; l < 16; l++) iq1m_shift16[m][l] = (m >> (l / 4) & 1) ? -1 : 1;
-}
-static pthread_once_t iq1m_once = PTHREAD_ONCE_INIT;
-A2 INLINE iq1_sub iq1_m_sub(const tokd_block_iq1_m *x, int ib) {
-    const uint8_t *q = x->qs + 4 * ib, h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
-    const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
-    const int s = (x->scales[ib / 2 * 2] | x->scales[ib / 2 * 2 + 1] << 8) >> 6 * (ib % 2);
-    const __m256i sc = halves(2 * (s & 7) + 1, 2 * ((s >> 3) & 7) + 1);
-    return (iq1_sub){iq1_rows(q[0] | (h0 & 7) << 8, q[1] | ((h0 >> 4) & 7) << 8, q[2] | (h1 & 7) << 8, q[3] | ((h1 >> 4) & 7) << 8), sc,
-                     _mm256_sign_epi16(sc, _mm256_loadu_si256((const __m256i *)iq1m_shift16[neg])), 0};
-}
-/* The fp16 super-block scale: IQ1_S's d, IQ1_M's top nibbles of its scale words. */
-INLINE float iq1_s_d(const tokd_block_iq1_s *x) { return tokd_f16_to_f32(x->d); }
-INLINE float iq1_m_d(const tokd_block_iq1_m *x) {
-    uint16_t sc[4];
-    memcpy(sc, x->scales, 8);
-    return tokd_f16_to_f32((uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000)));
-}
-
-/* P's and Q's terms of one sub-block and activation row (Q: IQ1_M in acc_shift, IQ1_S
- * in q from the 16-element sums bs). */
-A2 INLINE void iq1_dot(__m256i *acc, __m256i *acc_shift, int32_t *q, iq1_sub s, bool m, const int8_t *q8, const int16_t *bs) {
-    const __m256i ones = _mm256_set1_epi8(1), a = _mm256_loadu_si256((const __m256i *)q8);
-    *acc = _mm256_add_epi32(*acc, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, _mm256_sign_epi8(a, s.c)), s.sc));
-    if (m) *acc_shift = _mm256_add_epi32(*acc_shift, _mm256_madd_epi16(_mm256_maddubs_epi16(ones, a), s.shift));
-    else *q += s.shift_ls * (bs[0] + bs[1]);
-}
-
-#define IQ1_DOTS(T, M)                                                                                        \
-    A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {                      \
-        tokd_iq_grids_init();                                                                                 \
-        pthread_once(&iq1m_once, iq1m_shift16_init);                                                          \
-        const tokd_block_##T *x = w;                                                                          \
-        const tokd_block_q8_K *y = act;                                                                       \
-        float sum = 0;                                                                                        \
-        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
-            __m256i acc = _mm256_setzero_si256(), acc_shift = acc;                                            \
-            int32_t q = 0;                                                                                    \
-            for (int ib = 0; ib < 8; ib++)                                                                    \
-                iq1_dot(&acc, &acc_shift, &q, T##_sub(&x[b], ib), M, y[b].qs + 32 * ib, y[b].bsums + 2 * ib); \
-            q += hsum_i32(acc_shift);                                                                         \
-            sum += (T##_d(&x[b]) * y[b].d) * ((float)hsum_i32(acc) + 0.125f * (float)q);                      \
-        }                                                                                                     \
-        *out = sum;                                                                                           \
-    }                                                                                                         \
-    A2 void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) { \
-        tokd_iq_grids_init();                                                                                 \
-        pthread_once(&iq1m_once, iq1m_shift16_init);                                                          \
-        const tokd_block_##T *x = w;                                                                          \
-        const tokd_block_q8_K *y[4];                                                                          \
-        for (int r = 0; r < 4; r++) y[r] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * act_stride); \
-        float sum[4] = {0, 0, 0, 0};                                                                          \
-        for (int64_t b = 0; b < n / TOKD_QK_K; b++) {                                                         \
-            __m256i acc[4], acc_shift[4];                                                                     \
-            int32_t q[4] = {0, 0, 0, 0};                                                                      \
-            for (int r = 0; r < 4; r++) acc[r] = acc_shift[r] = _mm256_setzero_si256();                      \
-            for (int ib = 0; ib < 8; ib++) {                                                                  \
-                const iq1_sub s = T##_sub(&x[b], ib);                                                         \
-                for (int r = 0; r < 4; r++)                                                                   \
-                    iq1_dot(&acc[r], &acc_shift[r], &q[r], s, M, y[r][b].qs + 32 * ib, y[r][b].bsums + 2 * ib); \
-            }                                                                                                 \
-            const float dx = T##_d(&x[b]);                                                                    \
-            for (int r = 0; r < 4; r++)                                                                       \
-                sum[r] += (dx * y[r][b].d) * ((float)hsum_i32(acc[r]) + 0.125f * (float)(q[r] + hsum_i32(acc_shift[r]))); \
-        }                                                                                                     \
-        for (int r = 0; r < 4; r++) out[r] = sum[r];                                                          \
-    }
-IQ1_DOTS(iq1_s, false)
-IQ1_DOTS(iq1_m, true)
+IQ_DOTS(iq2_xxs, h2f(x[b].d), d * (float)S, 0.125f)
+IQ_DOTS(iq2_xs, h2f(x[b].d), d * (float)S, 0.125f)
+IQ_DOTS(iq2_s, h2f(x[b].d), d * (float)S, 0.125f)
+IQ_DOTS(iq3_xxs, h2f(x[b].d), d * (float)S, 0.25f)
+IQ_DOTS(iq3_s, h2f(x[b].d), d * (float)S, 1.0f)
+IQ_DOTS(iq1_s, h2f(x[b].d), d * ((float)S * 0.125f), 1.0f)
+IQ_DOTS(iq1_m, iq1_m_d(&x[b]), d * ((float)S * 0.125f), 1.0f)
 
 /* ---- gemm: many activation rows (tokd_gemm_fn) ----
  * Each weight super-block is decoded once into signed bytes w (the coordinates with
@@ -285,40 +281,21 @@ A2 INLINE void keep_w(iq_decoded *d, int ib, __m256i w, __m256i sc) {
     d->corr += 128 * hsum_i32(_mm256_madd_epi16(pw, sc));
 }
 A2 INLINE void iq_keep(iq_decoded *d, int ib, iq_sub s) { keep_w(d, ib, _mm256_sign_epi8(s.mag, s.sv), s.sc); }
-A2 INLINE void iq1_keep(iq_decoded *d, int ib, iq1_sub s, __m256i shift_bytes) {
-    const __m256i c2 = _mm256_add_epi8(s.c, s.c), c4 = _mm256_add_epi8(c2, c2);
-    keep_w(d, ib, _mm256_add_epi8(_mm256_add_epi8(c4, c4), shift_bytes), s.sc);
-}
-static uint64_t iq1m_shift8[16][4]; /* +-1 bytes for each group of 8, by the four shift bits */
-static void iq1m_shift8_init(void) {
-    for (int m = 0; m < 16; m++)
-        for (int g = 0; g < 4; g++) iq1m_shift8[m][g] = (m >> g & 1) ? 0xFFFFFFFFFFFFFFFFull : 0x0101010101010101ull;
-}
-static pthread_once_t iq1m_shift8_once = PTHREAD_ONCE_INIT;
 
-#define DECODE(T) \
-    A2 INLINE void decode_##T(const tokd_block_##T *x, iq_decoded *d) { d->corr = 0; for (int ib = 0; ib < 8; ib++) iq_keep(d, ib, T##_sub(x, ib)); }
+#define DECODE(T)                                                                                               \
+    A2 INLINE void decode_##T(const tokd_block_##T *x, iq_decoded *d) {                                        \
+        const __m256i ls16 = T##_scales(x);                                                                     \
+        d->corr = 0;                                                                                            \
+        _Pragma("GCC unroll 8") for (int ib = 0; ib < 8; ib++) iq_keep(d, ib, T##_sub(x, ib, ls16));            \
+    }
 DECODE(iq2_xxs)
 DECODE(iq2_xs)
 DECODE(iq2_s)
 DECODE(iq3_xxs)
 DECODE(iq3_s)
-A2 INLINE void decode_iq1_s(const tokd_block_iq1_s *x, iq_decoded *d) {
-    d->corr = 0;
-    for (int ib = 0; ib < 8; ib++) {
-        const iq1_sub s = iq1_s_sub(x, ib);
-        iq1_keep(d, ib, s, _mm256_set1_epi8(s.shift_ls < 0 ? -1 : 1));
-    }
-}
-A2 INLINE void decode_iq1_m(const tokd_block_iq1_m *x, iq_decoded *d) {
-    d->corr = 0;
-    for (int ib = 0; ib < 8; ib++) {
-        const uint8_t h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
-        const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
-        iq1_keep(d, ib, iq1_m_sub(x, ib), _mm256_loadu_si256((const __m256i *)iq1m_shift8[neg]));
-    }
-}
-INLINE float iq_d(uint16_t h) { return tokd_f16_to_f32(h); }
+DECODE(iq1_s)
+DECODE(iq1_m)
+A2 INLINE float iq_d(uint16_t h) { return h2f(h); }
 
 /* the super-block's integer sum for one prepared activation row (quants + 128) */
 A2 INLINE int32_t decoded_dot_avx2(const iq_decoded *d, const uint8_t *a) {
@@ -345,8 +322,7 @@ A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
     TGT void tokd_##T##_gemm_##ISA(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
                                    float *y, int64_t ldy) {                                                     \
         tokd_iq_grids_init();                                                                                   \
-        pthread_once(&iq1m_once, iq1m_shift16_init);                                                            \
-        pthread_once(&iq1m_shift8_once, iq1m_shift8_init);                                                      \
+        pthread_once(&iq1m_once, iq1m_shift8_init);                                                             \
         const int64_t nb = n / TOKD_QK_K;                                                                       \
         iq_decoded dec;                                                                                         \
         float sum[IQ_GEMM_ROWS];                                                                                \
