@@ -65,9 +65,8 @@ A2 INLINE __m256i sign_vector(uint32_t bits) {
     const __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), mask);
     return _mm256_or_si256(_mm256_cmpeq_epi8(b, mask), _mm256_set1_epi8(1));
 }
-/* Two halves' scale multipliers in 16-bit lanes, the first half low. */
-A2 INLINE __m256i halves(int ls0, int ls1) { return _mm256_set_m128i(_mm_set1_epi16((short)ls1), _mm_set1_epi16((short)ls0)); }
-/* The same from a super-block's 16 half multipliers (bytes, both 128-bit lanes: made
+/* Two halves' scale multipliers in 16-bit lanes, the first half low, from a
+ * super-block's 16 half multipliers (bytes, both 128-bit lanes: made
  * once a super-block): one vpshufb with a constant for each sub-block (with scalar
  * fields and vpbroadcastw per sub-block, IQ2_S ran at 25 ns a super-block). */
 A2 INLINE __m256i pick_halves(__m256i ls16, int ib) {
@@ -245,13 +244,16 @@ A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
         }                                                                                                     \
         for (int r = 0; r < 4; r++) out[r] = (K) * sum[r];                                                    \
     }
-IQ_DOTS(iq2_xxs, h2f(x[b].d), d * (float)S, 0.125f)
-IQ_DOTS(iq2_xs, h2f(x[b].d), d * (float)S, 0.125f)
-IQ_DOTS(iq2_s, h2f(x[b].d), d * (float)S, 0.125f)
-IQ_DOTS(iq3_xxs, h2f(x[b].d), d * (float)S, 0.25f)
-IQ_DOTS(iq3_s, h2f(x[b].d), d * (float)S, 1.0f)
-IQ_DOTS(iq1_s, h2f(x[b].d), d * ((float)S * 0.125f), 1.0f)
-IQ_DOTS(iq1_m, iq1_m_d(&x[b]), d * ((float)S * 0.125f), 1.0f)
+/* The seven types with their DX, TERM and K, for IQ_DOTS and IQ_GEMMS below. */
+#define IQ_TYPES(X)                                                  \
+    X(iq2_xxs, h2f(x[b].d), d * (float)S, 0.125f)                    \
+    X(iq2_xs, h2f(x[b].d), d * (float)S, 0.125f)                     \
+    X(iq2_s, h2f(x[b].d), d * (float)S, 0.125f)                      \
+    X(iq3_xxs, h2f(x[b].d), d * (float)S, 0.25f)                     \
+    X(iq3_s, h2f(x[b].d), d * (float)S, 1.0f)                        \
+    X(iq1_s, h2f(x[b].d), d * ((float)S * 0.125f), 1.0f)             \
+    X(iq1_m, iq1_m_d(&x[b]), d * ((float)S * 0.125f), 1.0f)
+IQ_TYPES(IQ_DOTS)
 
 /* ---- gemm: many activation rows (tokd_gemm_fn) ----
  * Each weight super-block is decoded once into signed bytes w (the coordinates with
@@ -295,7 +297,6 @@ DECODE(iq3_xxs)
 DECODE(iq3_s)
 DECODE(iq1_s)
 DECODE(iq1_m)
-A2 INLINE float iq_d(uint16_t h) { return h2f(h); }
 
 /* the super-block's integer sum for one prepared activation row (quants + 128) */
 A2 INLINE int32_t decoded_dot_avx2(const iq_decoded *d, const uint8_t *a) {
@@ -346,13 +347,7 @@ A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
         }                                                                                                       \
     }
 #define IQ_GEMMS(T, DX, TERM, K) IQ_GEMM(T, avx2, A2, DX, TERM, K) IQ_GEMM(T, avx512, A512, DX, TERM, K)
-IQ_GEMMS(iq2_xxs, iq_d(x[b].d), d * (float)S, 0.125f)
-IQ_GEMMS(iq2_xs, iq_d(x[b].d), d * (float)S, 0.125f)
-IQ_GEMMS(iq2_s, iq_d(x[b].d), d * (float)S, 0.125f)
-IQ_GEMMS(iq3_xxs, iq_d(x[b].d), d * (float)S, 0.25f)
-IQ_GEMMS(iq3_s, iq_d(x[b].d), d * (float)S, 1.0f)
-IQ_GEMMS(iq1_s, iq_d(x[b].d), d * ((float)S * 0.125f), 1.0f)
-IQ_GEMMS(iq1_m, iq1_m_d(&x[b]), d * ((float)S * 0.125f), 1.0f)
+IQ_TYPES(IQ_GEMMS)
 
 size_t tokd_iq_gemm_act_bytes(int64_t n) { return ((size_t)(n / TOKD_QK_K) * sizeof(tokd_block_q8_K) + 63) & ~(size_t)63; }
 /* Q8_K with 128 added to every quant (the bytes read as unsigned); d and bsums kept */
