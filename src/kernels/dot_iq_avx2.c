@@ -26,7 +26,6 @@
  * (c392e5094, libggml-cpu, the same rows): IQ2_XXS, IQ2_XS, IQ3_XXS equal, IQ2_S, IQ3_S,
  * IQ1_S, IQ1_M 1.1-1.5x slower (BENCHMARKS.md, forty-fourth session). */
 #include <immintrin.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "kernels/iq_grids.h"
@@ -155,17 +154,11 @@ A2 INLINE iq_sub iq1_s_sub(const tokd_block_iq1_s *x, int ib, __m256i ls16) {
     return iq1_sub(iq1_rows(q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8, q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8),
                    _mm256_set1_epi8(h & 0x8000 ? -1 : 1), _mm256_set1_epi16((short)(2 * ((h >> 12) & 7) + 1)));
 }
-static uint64_t iq1m_shift8[16][4]; /* +-1 bytes for each group of 8, by the four shift bits */
-static void iq1m_shift8_init(void) {
-    for (int m = 0; m < 16; m++)
-        for (int g = 0; g < 4; g++) iq1m_shift8[m][g] = (m >> g & 1) ? 0xFFFFFFFFFFFFFFFFull : 0x0101010101010101ull;
-}
-static pthread_once_t iq1m_once = PTHREAD_ONCE_INIT;
 A2 INLINE iq_sub iq1_m_sub(const tokd_block_iq1_m *x, int ib, __m256i ls16) {
     const uint8_t *q = x->qs + 4 * ib, h0 = x->qh[2 * ib], h1 = x->qh[2 * ib + 1];
     const int neg = (h0 >> 3 & 1) | (h0 >> 7 & 1) << 1 | (h1 >> 3 & 1) << 2 | (h1 >> 7 & 1) << 3;
     return iq1_sub(iq1_rows(q[0] | (h0 & 7) << 8, q[1] | ((h0 >> 4) & 7) << 8, q[2] | (h1 & 7) << 8, q[3] | ((h1 >> 4) & 7) << 8),
-                   _mm256_loadu_si256((const __m256i *)iq1m_shift8[neg]), pick_halves(ls16, ib));
+                   _mm256_loadu_si256((const __m256i *)tokd_iq1m_shift8[neg]), pick_halves(ls16, ib));
 }
 /* The fp16 super-block scale: IQ1_M's is the top nibbles of its four scale words. */
 A2 INLINE float iq1_m_d(const tokd_block_iq1_m *x) {
@@ -204,8 +197,6 @@ A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
  * float term from d = DX * y.d and its integer sum S; K: the final factor (quants_iq.c). */
 #define IQ_DOTS(T, DX, TERM, K)                                                                               \
     A2 void tokd_##T##_dot_avx2(int64_t n, float *out, const void *w, const void *act) {                      \
-        tokd_iq_grids_init();                                                                                 \
-        pthread_once(&iq1m_once, iq1m_shift8_init);                                                           \
         const tokd_block_##T *x = w;                                                                          \
         const tokd_block_q8_K *y = act;                                                                       \
         float sum = 0;                                                                                        \
@@ -221,8 +212,6 @@ A2 INLINE __m256i sub_dot(__m256i acc, iq_sub s, const int8_t *q8) {
         *out = (K) * sum;                                                                                     \
     }                                                                                                         \
     A2 void tokd_##T##_dot4_avx2(int64_t n, float out[4], const void *w, const void *act, size_t act_stride) { \
-        tokd_iq_grids_init();                                                                                 \
-        pthread_once(&iq1m_once, iq1m_shift8_init);                                                           \
         const tokd_block_##T *x = w;                                                                          \
         const tokd_block_q8_K *y[4];                                                                          \
         for (int r = 0; r < 4; r++) y[r] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * act_stride); \
@@ -322,8 +311,6 @@ A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
 #define IQ_GEMM(T, ISA, TGT, DX, TERM, K)                                                                       \
     TGT void tokd_##T##_gemm_##ISA(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
                                    float *y, int64_t ldy) {                                                     \
-        tokd_iq_grids_init();                                                                                   \
-        pthread_once(&iq1m_once, iq1m_shift8_init);                                                             \
         const int64_t nb = n / TOKD_QK_K;                                                                       \
         iq_decoded dec;                                                                                         \
         float sum[IQ_GEMM_ROWS];                                                                                \

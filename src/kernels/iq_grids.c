@@ -426,6 +426,7 @@ uint8_t tokd_iq3xxs_grid[256][4], tokd_iq3s_grid[512][4];
 int8_t tokd_iq1s_grid[2048][8];
 uint8_t tokd_iq_signs[128];
 uint64_t tokd_iq_sign8[256], tokd_iq_sign8_7[128];
+uint64_t tokd_iq1m_shift8[16][4];
 
 static void expand(const uint16_t *codes, int n, int dims, int bits, const int8_t *values, int8_t *rows) {
     for (int i = 0; i < n; i++)
@@ -449,6 +450,8 @@ static void grids_init_once(void) {
         tokd_iq_sign8[s] = v;
     }
     for (int i = 0; i < 128; i++) tokd_iq_sign8_7[i] = tokd_iq_sign8[tokd_iq_signs[i]];
+    for (int m = 0; m < 16; m++)
+        for (int g = 0; g < 4; g++) tokd_iq1m_shift8[m][g] = tokd_iq_sign8[(m >> g & 1) ? 0xFF : 0];
 }
 
 void tokd_iq_grids_init(void) {

@@ -14,6 +14,7 @@
 #include "gguf.h"
 #include "kernels/bf16_rows.h"
 #include "kernels/f32_rows.h"
+#include "kernels/iq_grids.h"
 #include "kernels/quants.h"
 #include "util.h"
 
@@ -178,6 +179,7 @@ static void detect_cpu(void) {
 
 static void kernels_init_once(void) {
     detect_cpu();
+    tokd_iq_grids_init(); /* the grid types' tables, which their SIMD kernels read */
     const char *force = getenv("TOKD_KERNELS");
     bool scalar_only = force && strcmp(force, "scalar") == 0;
     bool avx2 = !scalar_only && cpu.avx2 && cpu.fma && cpu.f16c;
