@@ -22,16 +22,15 @@
 static inline float h2f(uint16_t h) { return tokd_f16_to_f32(h); }
 static inline uint16_t f2h(float f) { return tokd_f32_to_f16(f); }
 
-/* Round to nearest, ties to even, for |v| < 2^22 (the magic-number trick: adding
- * 1.5*2^23 leaves the rounded integer in the low mantissa bits). Out-of-range and NaN
- * inputs are clamped first, so the result is always defined. */
-static inline int round_even(float v) {
+/* Round to nearest, ties to even (quants.h: ggml's nearest_int, unclamped): the file
+ * quantisers', which must give ggml's bytes even on degenerate blocks. */
+static inline int round_even(float v) { return tokd_nearest_int(v); }
+/* The same with out-of-range and NaN inputs clamped first: the activation quantisers'
+ * statement (Q8_0, Q8_K), which their SIMD forms reproduce for every input. */
+static inline int round_even_clamped(float v) {
     if (!(v >= -4194303.f)) v = -4194303.f; /* also NaN */
     if (v > 4194303.f) v = 4194303.f;
-    float t = v + 12582912.f;
-    int32_t i;
-    memcpy(&i, &t, 4);
-    return (i & 0x007fffff) - 0x00400000;
+    return tokd_nearest_int(v);
 }
 /* Round half away from zero (C's roundf), clamped to [-2^22, 2^22]. */
 static inline int round_away(float v) {
@@ -242,7 +241,7 @@ static void q8_block(const float *x, int8_t *q, float *d_out) {
     float amax = absmax(x, TOKD_QK);
     float id = amax != 0 ? 127.f / amax : 0.0f;
     *d_out = amax / 127.f;
-    for (int j = 0; j < TOKD_QK; j++) q[j] = (int8_t)imax(-127, imin(127, round_even(x[j] * id)));
+    for (int j = 0; j < TOKD_QK; j++) q[j] = (int8_t)imax(-127, imin(127, round_even_clamped(x[j] * id)));
 }
 void tokd_q8_0_from_float(const float *src, void *dst, int64_t n) {
     tokd_block_q8_0 *y = dst;
@@ -300,7 +299,7 @@ void tokd_q8_K_from_float(const float *src, void *dst, int64_t n) {
             continue;
         }
         float iscale = -127.f / max;
-        for (int j = 0; j < TOKD_QK_K; j++) y[b].qs[j] = (int8_t)imax(-127, imin(127, round_even(iscale * src[j])));
+        for (int j = 0; j < TOKD_QK_K; j++) y[b].qs[j] = (int8_t)imax(-127, imin(127, round_even_clamped(iscale * src[j])));
         for (int g = 0; g < 16; g++) {
             int s = 0;
             for (int l = 0; l < 16; l++) s += y[b].qs[16 * g + l];
@@ -312,9 +311,10 @@ void tokd_q8_K_from_float(const float *src, void *dst, int64_t n) {
 
 /* ===== K-quant scale searches (the algorithms of ggml's reference quantisers) ====== */
 
-/* Symmetric: L[i] in [0, 2*nmax) for x ~ scale*(L[i]-nmax), weighting errors by x^2;
- * tries 19 scales around nmax/max and keeps the best weighted fit. */
-static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
+/* Symmetric with weights w (quants.h): L[i] in [0, 2*nmax) for x ~ scale*(L[i]-nmax);
+ * tries 19 scales around nmax/max and keeps the best weighted fit (ggml's make_qx_quants,
+ * weighted). Without an importance matrix llama.cpp weighs by x^2 (fit_symmetric). */
+float tokd_fit_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L) {
     float amax = 0, max = 0;
     for (int i = 0; i < n; i++)
         if (fabsf(x[i]) > amax) amax = fabsf(x[i]), max = x[i];
@@ -327,11 +327,10 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
     for (int i = 0; i < n; i++) {
         int l = imax(-nmax, imin(nmax - 1, round_even(iscale * x[i])));
         L[i] = (int8_t)(l + nmax);
-        float w = x[i] * x[i];
-        sumlx += w * x[i] * l;
-        suml2 += w * l * l;
+        sumlx += w[i] * x[i] * l;
+        suml2 += w[i] * l * l;
     }
-    float scale = suml2 ? sumlx / suml2 : 0.0f;
+    float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
     float best = scale * sumlx;
     for (int is = -9; is <= 9; is++) {
         if (is == 0) continue;
@@ -339,9 +338,8 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
         sumlx = suml2 = 0;
         for (int i = 0; i < n; i++) {
             int l = imax(-nmax, imin(nmax - 1, round_even(iscale * x[i])));
-            float w = x[i] * x[i];
-            sumlx += w * x[i] * l;
-            suml2 += w * l * l;
+            sumlx += w[i] * x[i] * l;
+            suml2 += w[i] * l * l;
         }
         if (suml2 > 0 && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + imax(-nmax, imin(nmax - 1, round_even(iscale * x[i]))));
@@ -350,6 +348,11 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
         }
     }
     return scale;
+}
+static float fit_symmetric(int n, int nmax, const float *x, int8_t *L) {
+    float w[32];
+    for (int i = 0; i < n; i++) w[i] = x[i] * x[i];
+    return tokd_fit_symmetric(n, nmax, x, w, L);
 }
 
 /* Symmetric 3-bit fit with coordinate-descent refinement of each L[i] (Q3_K). Returns
@@ -400,8 +403,8 @@ static float fit_symmetric_q3(int n, int nmax, const float *x, int8_t *L) {
 /* Asymmetric: x ~ scale*L[i] - min with L[i] in [0, nmax], min >= 0, minimising the
  * weighted squared (or absolute, if use_mad) error over nstep+1 trial scales followed
  * by a least-squares solve for (scale, min) at each. Returns scale, *min_out = min. */
-static float fit_affine(int n, int nmax, const float *x, const float *wt, uint8_t *L, float *min_out, float rmin,
-                        float rdelta, int nstep, int use_mad) {
+float tokd_fit_affine(int n, int nmax, const float *x, const float *wt, uint8_t *L, float *min_out, float rmin,
+                      float rdelta, int nstep, int use_mad) {
     uint8_t Laux[32];
     float mn = x[0], mx = x[0];
     float sum_w = wt[0], sum_x = sum_w * x[0];
@@ -464,7 +467,7 @@ static float fit_affine(int n, int nmax, const float *x, const float *wt, uint8_
 }
 
 /* Pack Q2_K/Q3_K 2-bit values: element 128h + 32s + l at bits 2s of qs[32h + l]. */
-static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+void tokd_pack_2bit(const uint8_t *L, uint8_t *qs) {
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l++) {
             const uint8_t *p = L + 128 * h + l;
@@ -494,13 +497,13 @@ void tokd_q2_K_from_float(const float *src, void *dst, int64_t n) {
         float max_scale = 0, max_min = 0;
         for (int j = 0; j < 16; j++) {
             for (int l = 0; l < 16; l++) wt[l] = fabsf(src[16 * j + l]);
-            scales[j] = fit_affine(16, 3, src + 16 * j, wt, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1);
+            scales[j] = tokd_fit_affine(16, 3, src + 16 * j, wt, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
         if (max_scale > 0) {
             float iscale = 15.f / max_scale;
-            for (int j = 0; j < 16; j++) y[b].scales[j] = (uint8_t)imax(0, imin(15, round_even(iscale * scales[j])));
+            for (int j = 0; j < 16; j++) y[b].scales[j] = (uint8_t)round_even(iscale * scales[j]); /* unclamped, as ggml */
             y[b].d = f2h(max_scale / 15.f);
         } else {
             memset(y[b].scales, 0, 16);
@@ -509,7 +512,7 @@ void tokd_q2_K_from_float(const float *src, void *dst, int64_t n) {
         if (max_min > 0) {
             float iscale = 15.f / max_min;
             for (int j = 0; j < 16; j++)
-                y[b].scales[j] |= (uint8_t)(imax(0, imin(15, round_even(iscale * mins[j]))) << 4);
+                y[b].scales[j] |= (uint8_t)((unsigned)round_even(iscale * mins[j]) << 4);
             y[b].dmin = f2h(max_min / 15.f);
         } else {
             y[b].dmin = f2h(0);
@@ -521,7 +524,7 @@ void tokd_q2_K_from_float(const float *src, void *dst, int64_t n) {
             for (int l = 0; l < 16; l++)
                 L[16 * j + l] = (uint8_t)imax(0, imin(3, round_even((src[16 * j + l] + dm) / d)));
         }
-        pack_2bit(L, y[b].qs);
+        tokd_pack_2bit(L, y[b].qs);
     }
 }
 void tokd_q2_K_dot_ref(int64_t n, float *out, const void *w, const void *act) {
@@ -574,7 +577,7 @@ void tokd_q3_K_from_float(const float *src, void *dst, int64_t n) {
         if (max_scale != 0) {
             float iscale = -32.f / max_scale;
             for (int j = 0; j < 16; j++) {
-                int l = imax(-32, imin(31, round_even(iscale * scales[j]))) + 32;
+                int l = imax(-32, imin(31, (int8_t)round_even(iscale * scales[j]))) + 32; /* ggml keeps it in an int8 first */
                 if (j < 8)
                     y[b].scales[j] = (uint8_t)(l & 0xF);
                 else
@@ -600,7 +603,7 @@ void tokd_q3_K_from_float(const float *src, void *dst, int64_t n) {
             }
             L2[e] = (uint8_t)v;
         }
-        pack_2bit(L2, y[b].qs);
+        tokd_pack_2bit(L2, y[b].qs);
     }
 }
 void tokd_q3_K_dot_ref(int64_t n, float *out, const void *w, const void *act) {
@@ -625,8 +628,9 @@ static void pack_k4_scales(const float *scales, const float *mins, float max_sca
     float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
     float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
     for (int j = 0; j < 8; j++) {
-        int ls = imax(0, imin(63, round_even(inv_scale * scales[j])));
-        int lm = imax(0, imin(63, round_even(inv_min * mins[j])));
+        /* ggml keeps them in a uint8 before taking the minimum with 63 */
+        int ls = imin(63, (uint8_t)round_even(inv_scale * scales[j]));
+        int lm = imin(63, (uint8_t)round_even(inv_min * mins[j]));
         if (j < 4) {
             s[j] = (uint8_t)ls;
             s[j + 4] = (uint8_t)lm;
@@ -647,7 +651,7 @@ static void quantize_k4(const float *x, int nmax, float rmin, int nstep, uint8_t
         for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
         float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; l++) wt[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = fit_affine(32, nmax, x + 32 * j, wt, L + 32 * j, &mins[j], rmin, 0.1f, nstep, 0);
+        scales[j] = tokd_fit_affine(32, nmax, x + 32 * j, wt, L + 32 * j, &mins[j], rmin, 0.1f, nstep, 0);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -798,7 +802,7 @@ void tokd_q6_K_from_float(const float *src, void *dst, int64_t n) {
         }
         float iscale = -128.f / max_scale;
         y[b].d = f2h(1 / iscale);
-        for (int j = 0; j < 16; j++) y[b].scales[j] = (int8_t)imax(-128, imin(127, round_even(iscale * scales[j])));
+        for (int j = 0; j < 16; j++) y[b].scales[j] = (int8_t)(uint8_t)imin(127, round_even(iscale * scales[j])); /* as ggml */
         for (int j = 0; j < 16; j++) {
             float d = h2f(y[b].d) * (float)y[b].scales[j];
             if (d == 0) continue;
@@ -835,8 +839,9 @@ void tokd_q6_K_dot_ref(int64_t n, float *out, const void *w, const void *act) {
 
 const int8_t tokd_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
-/* The entry of tokd_iq4_values nearest to v (ties to the lower one), by bisection. */
-static int iq4_nearest(float v) {
+/* The entry of tokd_iq4_values nearest to v (ties to the upper one; NaN: 15), by
+ * bisection. */
+int tokd_iq4_index(float v) {
     const int8_t *kv = tokd_iq4_values;
     if (v <= kv[0]) return 0;
     if (v >= kv[15]) return 15;
@@ -849,21 +854,19 @@ static int iq4_nearest(float v) {
     return v - kv[hi - 1] < kv[hi] - v ? hi - 1 : hi;
 }
 
-/* The scale of one block of 32 for the table, as llama.cpp's reference quantiser finds it
- * without an importance matrix: weights x^2; start from the scale that maps the value of
- * largest magnitude to the table's end, then try the 15 scales that map it to -134..-120
- * and keep the weighted least-squares fit that explains most. 0 for a block of zeros. */
-static float iq4_block_scale(const float *x) {
+/* The scale of one block of 32 for the table (quants.h): start from the scale that maps
+ * the value of largest magnitude to the table's end, then try the 15 scales that map it
+ * to -134..-120 and keep the w-weighted least-squares fit that explains most. 0 for a
+ * block below 1e-15; NaN (0/0) when every weight is 0, as in ggml. */
+float tokd_iq4_block_scale(const float *x, const float *w) {
     const int8_t *kv = tokd_iq4_values;
-    float w[32], amax = 0, max = 0;
-    for (int j = 0; j < 32; j++) {
-        w[j] = x[j] * x[j];
+    float amax = 0, max = 0;
+    for (int j = 0; j < 32; j++)
         if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
-    }
     if (amax < 1e-15f) return 0;
     float d = -max / kv[0], id = 1 / d, sumqx = 0, sumq2 = 0;
     for (int j = 0; j < 32; j++) {
-        float q = kv[iq4_nearest(id * x[j])];
+        float q = kv[tokd_iq4_index(id * x[j])];
         sumqx += w[j] * q * x[j];
         sumq2 += w[j] * q * q;
     }
@@ -873,7 +876,7 @@ static float iq4_block_scale(const float *x) {
         id = (t + kv[0]) / max;
         sumqx = sumq2 = 0;
         for (int j = 0; j < 32; j++) {
-            float q = kv[iq4_nearest(id * x[j])];
+            float q = kv[tokd_iq4_index(id * x[j])];
             sumqx += w[j] * q * x[j];
             sumq2 += w[j] * q * q;
         }
@@ -881,10 +884,16 @@ static float iq4_block_scale(const float *x) {
     }
     return d;
 }
+/* Without an importance matrix llama.cpp weighs by x^2. */
+static float iq4_block_scale(const float *x) {
+    float w[32];
+    for (int j = 0; j < 32; j++) w[j] = x[j] * x[j];
+    return tokd_iq4_block_scale(x, w);
+}
 /* 32 values as table indices for scale d (0: index of 0), packed as Q4_0's nibbles. */
-static void iq4_pack(const float *x, float d, uint8_t qs[16]) {
+void tokd_iq4_pack(const float *x, float d, uint8_t qs[16]) {
     const float id = d != 0 ? 1 / d : 0;
-    for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(iq4_nearest(id * x[j]) | iq4_nearest(id * x[j + 16]) << 4);
+    for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(tokd_iq4_index(id * x[j]) | tokd_iq4_index(id * x[j + 16]) << 4);
 }
 
 void tokd_iq4_nl_to_float(const void *src, float *dst, int64_t n) {
@@ -902,7 +911,7 @@ void tokd_iq4_nl_from_float(const float *src, void *dst, int64_t n) {
     for (int64_t b = 0; b < n / TOKD_QK; b++, src += TOKD_QK) {
         float d = iq4_block_scale(src);
         y[b].d = f2h(d);
-        iq4_pack(src, d, y[b].qs);
+        tokd_iq4_pack(src, d, y[b].qs);
     }
 }
 DOT32_REF(iq4_nl, tokd_block_iq4_nl, tokd_block_q8_0)
@@ -939,7 +948,7 @@ void tokd_iq4_xs_from_float(const float *src, void *dst, int64_t n) {
         memset(y[b].scales_l, 0, sizeof y[b].scales_l);
         for (int j = 0; j < 8; j++) {
             const int l = imax(-32, imin(31, round_even(id * sc[j])));
-            iq4_pack(src + 32 * j, d * l, y[b].qs + 16 * j);
+            tokd_iq4_pack(src + 32 * j, d * l, y[b].qs + 16 * j);
             y[b].scales_l[j / 2] |= (uint8_t)(((l + 32) & 0xF) << 4 * (j % 2));
             y[b].scales_h |= (uint16_t)(((l + 32) >> 4) << 2 * j);
         }

@@ -38,6 +38,7 @@
 #define TOKD_KERNELS_QUANTS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/types.h"
 #include "util.h"
@@ -126,6 +127,53 @@ TOKD_QUANT_SCALAR(q6_K)
 TOKD_QUANT_SCALAR(iq4_nl)
 TOKD_QUANT_SCALAR(iq4_xs)
 #undef TOKD_QUANT_SCALAR
+/* Round to nearest, ties to even, as ggml's nearest_int: adding 1.5*2^23 leaves the
+ * rounded integer in the low mantissa bits for |v| < 2^22. Beyond that, and for NaN
+ * (which gives 0), the result is whatever those bits say, in [-2^22, 2^22), as ggml's: the
+ * quantisers clamp it, and reproduce ggml's bytes even on degenerate blocks. */
+static inline int tokd_nearest_int(float v) {
+    float t = v + 12582912.f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+/* With an importance matrix (quants_weighted.c), llama-quantize --imatrix: one row of n
+ * elements (n a multiple of the block) and qw, its n importance weights (the imatrix
+ * entry for the row's columns, all >= 0); writes the bytes of llama.cpp's
+ * quantize_<type>(src, dst, 1, n, qw). */
+#define TOKD_QUANT_W(T) void tokd_##T##_from_float_w(const float *src, void *dst, int64_t n, const float *qw);
+TOKD_QUANT_W(q4_0)
+TOKD_QUANT_W(q4_1)
+TOKD_QUANT_W(q5_0)
+TOKD_QUANT_W(q5_1)
+TOKD_QUANT_W(q2_K)
+TOKD_QUANT_W(q3_K)
+TOKD_QUANT_W(q4_K)
+TOKD_QUANT_W(q5_K)
+TOKD_QUANT_W(q6_K)
+TOKD_QUANT_W(iq4_nl)
+TOKD_QUANT_W(iq4_xs)
+#undef TOKD_QUANT_W
+/* Pieces of quants.c's quantisers that quants_weighted.c shares:
+ * tokd_fit_symmetric: x[i] ~ scale*(L[i] - nmax), L[i] in [0, 2*nmax), minimising the
+ *   w-weighted squared error over 19 trial scales: ggml's make_qx_quants. n <= 32.
+ * tokd_fit_affine: x[i] ~ scale*L[i] - min (L[i] in [0, nmax], min >= 0, returned in
+ *   *min_out) minimising the wt-weighted squared (use_mad: absolute) error, searched
+ *   over the nstep+1 inverse scales (rmin + rdelta*is + nmax)/(max - min) each with its
+ *   least-squares (scale, min): ggml's make_qkx2_quants and make_qkx3_quants. n <= 32.
+ * tokd_pack_2bit: Q2_K/Q3_K's 2-bit packing of 256 values L[e] < 4 (see above).
+ * tokd_iq4_index: the index of the entry of tokd_iq4_values nearest to v (ties to the
+ *   upper one, NaN to 15);
+ * tokd_iq4_block_scale: IQ4's scale of 32 values x fitted with error weights w
+ *   (without an importance matrix w = x^2); tokd_iq4_pack: the 32 values' indices at
+ *   scale d, packed as nibbles. */
+float tokd_fit_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L);
+float tokd_fit_affine(int n, int nmax, const float *x, const float *wt, uint8_t *L, float *min_out, float rmin,
+                      float rdelta, int nstep, int use_mad);
+void tokd_pack_2bit(const uint8_t *L, uint8_t *qs);
+int tokd_iq4_index(float v);
+float tokd_iq4_block_scale(const float *x, const float *w);
+void tokd_iq4_pack(const float *x, float d, uint8_t qs[16]);
 /* The grid types (quants_iq.c): no quantiser (llama.cpp makes them from an importance
  * matrix), only to_float and the scalar dot product with Q8_K. */
 #define TOKD_QUANT_IQ(T)                                                 \

@@ -1,9 +1,10 @@
 /* types.c — the weight-type table (see types.h) and CPU feature detection.
  *
  * This file holds the float rows' conversions and the table itself; the dot products
- * and the quantized rows' functions live in quants.c (scalar) and dot_avx2.c /
- * dot_avx512.c (SIMD). SIMD variants are chosen once in tokd_kernels_init: every SIMD
- * dot product is bit-equal to its scalar reference, so the choice changes speed only. */
+ * and the quantized rows' functions live in quants.c (scalar; the quantisers with an
+ * importance matrix in quants_weighted.c) and dot_avx2.c / dot_avx512.c (SIMD). SIMD
+ * variants are chosen once in tokd_kernels_init: every SIMD dot product is bit-equal to
+ * its scalar reference, so the choice changes speed only. */
 #include "kernels/types.h"
 
 #include <cpuid.h>
@@ -57,27 +58,42 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 /* ---- the table ------------------------------------------------------------------- */
 
 /* The fixed fields; the selected kernels are filled in by kernels_init_once. */
-#define ROW(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)                                     \
-    {.id = ID, .name = NAME, .blck = BLCK, .bytes = BYTES, .vec_dot_type = ACT, .to_float = TO, \
-     .from_float = FROM, .vec_dot = DOT, .vec_dot_ref = DOT}
+#define ROW_FIELDS(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)                               \
+    .id = ID, .name = NAME, .blck = BLCK, .bytes = BYTES, .vec_dot_type = ACT, .to_float = TO, \
+    .from_float = FROM, .vec_dot = DOT, .vec_dot_ref = DOT
+#define ROW(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT) {ROW_FIELDS(ID, NAME, BLCK, BYTES, ACT, TO, FROM, DOT)}
 #define QROW(ID, NAME, BLCK, T, ACT, TO, FROM, DOT) ROW(ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT)
+/* a type llama-quantize weights by an importance matrix: its quantiser for that too */
+#define QROW_W(ID, NAME, BLCK, T, ACT, TO, FROM, DOT, FROM_W) \
+    {ROW_FIELDS(ID, NAME, BLCK, sizeof(T), ACT, TO, FROM, DOT), .from_float_w = FROM_W}
 static tokd_type_traits table[] = {
     ROW(GGML_TYPE_F32, "F32", 1, 4, GGML_TYPE_F32, f32_to_float, f32_from_float, tokd_f32_dot_ref),
     ROW(GGML_TYPE_F16, "F16", 1, 2, GGML_TYPE_F32, f16_to_float, f16_from_float, tokd_f16_dot_ref),
     ROW(GGML_TYPE_BF16, "BF16", 1, 2, GGML_TYPE_BF16, bf16_to_float, bf16_from_float, tokd_bf16_dot_ref),
-    QROW(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref),
-    QROW(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref),
-    QROW(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref),
-    QROW(GGML_TYPE_Q5_1, "Q5_1", 32, tokd_block_q5_1, GGML_TYPE_Q8_1, tokd_q5_1_to_float, tokd_q5_1_from_float, tokd_q5_1_dot_ref),
+    QROW_W(GGML_TYPE_Q4_0, "Q4_0", 32, tokd_block_q4_0, GGML_TYPE_Q8_0, tokd_q4_0_to_float, tokd_q4_0_from_float, tokd_q4_0_dot_ref,
+           tokd_q4_0_from_float_w),
+    QROW_W(GGML_TYPE_Q4_1, "Q4_1", 32, tokd_block_q4_1, GGML_TYPE_Q8_1, tokd_q4_1_to_float, tokd_q4_1_from_float, tokd_q4_1_dot_ref,
+           tokd_q4_1_from_float_w),
+    QROW_W(GGML_TYPE_Q5_0, "Q5_0", 32, tokd_block_q5_0, GGML_TYPE_Q8_0, tokd_q5_0_to_float, tokd_q5_0_from_float, tokd_q5_0_dot_ref,
+           tokd_q5_0_from_float_w),
+    QROW_W(GGML_TYPE_Q5_1, "Q5_1", 32, tokd_block_q5_1, GGML_TYPE_Q8_1, tokd_q5_1_to_float, tokd_q5_1_from_float, tokd_q5_1_dot_ref,
+           tokd_q5_1_from_float_w),
     QROW(GGML_TYPE_Q8_0, "Q8_0", 32, tokd_block_q8_0, GGML_TYPE_Q8_0, tokd_q8_0_to_float, tokd_q8_0_from_float, tokd_q8_0_dot_ref),
     QROW(GGML_TYPE_Q8_1, "Q8_1", 32, tokd_block_q8_1, GGML_TYPE_Q8_1, tokd_q8_1_to_float, tokd_q8_1_from_float, tokd_q8_1_dot_ref),
-    QROW(GGML_TYPE_Q2_K, "Q2_K", 256, tokd_block_q2_K, GGML_TYPE_Q8_K, tokd_q2_K_to_float, tokd_q2_K_from_float, tokd_q2_K_dot_ref),
-    QROW(GGML_TYPE_Q3_K, "Q3_K", 256, tokd_block_q3_K, GGML_TYPE_Q8_K, tokd_q3_K_to_float, tokd_q3_K_from_float, tokd_q3_K_dot_ref),
-    QROW(GGML_TYPE_Q4_K, "Q4_K", 256, tokd_block_q4_K, GGML_TYPE_Q8_K, tokd_q4_K_to_float, tokd_q4_K_from_float, tokd_q4_K_dot_ref),
-    QROW(GGML_TYPE_Q5_K, "Q5_K", 256, tokd_block_q5_K, GGML_TYPE_Q8_K, tokd_q5_K_to_float, tokd_q5_K_from_float, tokd_q5_K_dot_ref),
-    QROW(GGML_TYPE_Q6_K, "Q6_K", 256, tokd_block_q6_K, GGML_TYPE_Q8_K, tokd_q6_K_to_float, tokd_q6_K_from_float, tokd_q6_K_dot_ref),
-    QROW(GGML_TYPE_IQ4_NL, "IQ4_NL", 32, tokd_block_iq4_nl, GGML_TYPE_Q8_0, tokd_iq4_nl_to_float, tokd_iq4_nl_from_float, tokd_iq4_nl_dot_ref),
-    QROW(GGML_TYPE_IQ4_XS, "IQ4_XS", 256, tokd_block_iq4_xs, GGML_TYPE_Q8_K, tokd_iq4_xs_to_float, tokd_iq4_xs_from_float, tokd_iq4_xs_dot_ref),
+    QROW_W(GGML_TYPE_Q2_K, "Q2_K", 256, tokd_block_q2_K, GGML_TYPE_Q8_K, tokd_q2_K_to_float, tokd_q2_K_from_float, tokd_q2_K_dot_ref,
+           tokd_q2_K_from_float_w),
+    QROW_W(GGML_TYPE_Q3_K, "Q3_K", 256, tokd_block_q3_K, GGML_TYPE_Q8_K, tokd_q3_K_to_float, tokd_q3_K_from_float, tokd_q3_K_dot_ref,
+           tokd_q3_K_from_float_w),
+    QROW_W(GGML_TYPE_Q4_K, "Q4_K", 256, tokd_block_q4_K, GGML_TYPE_Q8_K, tokd_q4_K_to_float, tokd_q4_K_from_float, tokd_q4_K_dot_ref,
+           tokd_q4_K_from_float_w),
+    QROW_W(GGML_TYPE_Q5_K, "Q5_K", 256, tokd_block_q5_K, GGML_TYPE_Q8_K, tokd_q5_K_to_float, tokd_q5_K_from_float, tokd_q5_K_dot_ref,
+           tokd_q5_K_from_float_w),
+    QROW_W(GGML_TYPE_Q6_K, "Q6_K", 256, tokd_block_q6_K, GGML_TYPE_Q8_K, tokd_q6_K_to_float, tokd_q6_K_from_float, tokd_q6_K_dot_ref,
+           tokd_q6_K_from_float_w),
+    QROW_W(GGML_TYPE_IQ4_NL, "IQ4_NL", 32, tokd_block_iq4_nl, GGML_TYPE_Q8_0, tokd_iq4_nl_to_float, tokd_iq4_nl_from_float, tokd_iq4_nl_dot_ref,
+           tokd_iq4_nl_from_float_w),
+    QROW_W(GGML_TYPE_IQ4_XS, "IQ4_XS", 256, tokd_block_iq4_xs, GGML_TYPE_Q8_K, tokd_iq4_xs_to_float, tokd_iq4_xs_from_float, tokd_iq4_xs_dot_ref,
+           tokd_iq4_xs_from_float_w),
     QROW(GGML_TYPE_IQ2_XXS, "IQ2_XXS", 256, tokd_block_iq2_xxs, GGML_TYPE_Q8_K, tokd_iq2_xxs_to_float, NULL, tokd_iq2_xxs_dot_ref),
     QROW(GGML_TYPE_IQ2_XS, "IQ2_XS", 256, tokd_block_iq2_xs, GGML_TYPE_Q8_K, tokd_iq2_xs_to_float, NULL, tokd_iq2_xs_dot_ref),
     QROW(GGML_TYPE_IQ2_S, "IQ2_S", 256, tokd_block_iq2_s, GGML_TYPE_Q8_K, tokd_iq2_s_to_float, NULL, tokd_iq2_s_dot_ref),
@@ -87,8 +103,10 @@ static tokd_type_traits table[] = {
     QROW(GGML_TYPE_IQ1_M, "IQ1_M", 256, tokd_block_iq1_m, GGML_TYPE_Q8_K, tokd_iq1_m_to_float, NULL, tokd_iq1_m_dot_ref),
     QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
+#undef QROW_W
 #undef QROW
 #undef ROW
+#undef ROW_FIELDS
 
 /* SIMD implementations per row: NULL where the next-lower path is used. */
 typedef struct {

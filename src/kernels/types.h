@@ -24,7 +24,8 @@
  * ggml's CPU backend does activations; tokd_q8_0_from_float_ref (quants.h) is the
  * byte-exact llama.cpp file quantiser for Q8_0 weights. Every other from_float is
  * llama-quantize's algorithm without importance matrix (byte-exact on the golden
- * models' Q4_0, Q4_K, Q6_K, F16, BF16 tensors, tested in test_quants). */
+ * models' Q4_0, Q4_K, Q6_K, F16, BF16 tensors, tested in test_quants); from_float_w is
+ * its algorithm with one (Q4_0..Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS; test_quants_weighted). */
 #ifndef TOKD_KERNELS_TYPES_H
 #define TOKD_KERNELS_TYPES_H
 
@@ -34,6 +35,10 @@
 
 typedef void (*tokd_to_float_fn)(const void *src, float *dst, int64_t n);
 typedef void (*tokd_from_float_fn)(const float *src, void *dst, int64_t n);
+/* Quantisation with an importance matrix (llama-quantize --imatrix): one row of n
+ * elements, n a multiple of the block; qw = n importance weights (the imatrix entry for
+ * the row's columns, all >= 0). */
+typedef void (*tokd_from_float_w_fn)(const float *src, void *dst, int64_t n, const float *qw);
 typedef void (*tokd_vec_dot_fn)(int64_t n, float *out, const void *w, const void *act);
 /* Four dot products of one weight row with four activation rows act, act + act_stride,
  * act + 2*act_stride, act + 3*act_stride (bytes): out[r] is bit-equal to what vec_dot
@@ -80,6 +85,12 @@ typedef struct tokd_type_traits {
     uint32_t vec_dot_type;/* activation format for vec_dot */
     tokd_to_float_fn to_float;
     tokd_from_float_fn from_float;     /* reference quantiser; NULL if not supported */
+    /* the quantiser with an importance matrix, byte-exact with llama.cpp's
+       quantize_<type>(src, dst, 1, n, qw) (quants_weighted.c): one row of n elements, n a
+       multiple of the block, qw = n importance weights (the imatrix entry for the row's
+       columns, all >= 0); NULL for the types that ignore an importance matrix (F32, F16,
+       BF16, Q8_0, Q8_1, Q8_K and the grid IQ types) */
+    tokd_from_float_w_fn from_float_w;
     tokd_vec_dot_fn vec_dot;           /* selected implementation */
     tokd_vec_dot_fn vec_dot_ref;       /* scalar reference */
     tokd_vec_dot4_fn vec_dot4;         /* selected four-row implementation; NULL if none
