@@ -1,9 +1,12 @@
 /* fuzz_gguf.c — libFuzzer target for the GGUF reader: any bytes must either parse into
- * descriptors that all lie inside the buffer, or fail with a message. */
+ * descriptors that all lie inside the buffer, or fail with a message. The same bytes go
+ * to the importance-matrix reader (imatrix.h: GGUF or its legacy binary format), which
+ * must likewise give entries of finite values or a message. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
+#include "imatrix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *copy = malloc(size ? size : 1);
@@ -31,6 +34,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gguf_close(f);
     } else if (!err.msg[0]) {
         abort(); /* every failure must say why */
+    }
+    err.msg[0] = 0;
+    tokd_imatrix *im = tokd_imatrix_parse(copy, size, &err);
+    if (im) {
+        for (size_t i = 0; i < im->n_entries; i++) {
+            const tokd_imatrix_entry *e = &im->entries[i];
+            if (e->n < 1 || !e->name[0] || tokd_imatrix_find(im, e->name) != e) abort();
+            for (int64_t k = 0; k < e->n; k++)
+                if (!(e->values[k] - e->values[k] == 0)) abort(); /* finite */
+        }
+        tokd_imatrix_free(im);
+    } else if (!err.msg[0]) {
+        abort();
     }
     free(copy);
     return 0;

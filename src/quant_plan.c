@@ -160,7 +160,10 @@ static uint32_t ffn_down_type(const tokd_qplan *p, int i, uint32_t t) {
         return more ? GGML_TYPE_Q6_K : t;
     case FT_Q5_K_M: return more ? GGML_TYPE_Q6_K : t;
     case FT_Q4_K_S: return !falcon && i < n / 8 ? GGML_TYPE_Q5_K : t;
-    case FT_IQ4_NL: case FT_IQ4_XS: return i < n / 8 ? GGML_TYPE_Q5_K : t;
+    case FT_IQ4_NL: case FT_IQ4_XS: return i < n / 8 && !p->has_imatrix ? GGML_TYPE_Q5_K : t;
+    /* with an importance matrix only: the first eighth of ffn_down in the type with a min */
+    case FT_Q4_0: return p->has_imatrix && i < n / 8 ? GGML_TYPE_Q4_1 : t;
+    case FT_Q5_0: return p->has_imatrix && i < n / 8 ? GGML_TYPE_Q5_1 : t;
     default: return t;
     }
 }

@@ -1,6 +1,6 @@
 /* quant_plan.h — which type each tensor of a model gets when it is quantized: the
  * targets `tokd quantize` and `tokd synth` accept, and llama.cpp's per-tensor rules for
- * them (as its quantizer applies them without an importance matrix), so that a file we
+ * them (with and without an importance matrix), so that a file we
  * write for a llama.cpp file type is the file llama-quantize writes, byte for byte.
  *
  * Targets (tokd_qtarget):
@@ -32,7 +32,8 @@
  *     i < n/16, else Q4_K (falcon: Q4_K only where use_more_bits, else Q3_K); Q3_K_L:
  *     Q5_K (falcon Q4_K); Q4_K_M: Q6_K where use_more_bits (falcon: Q6_K for i < n/16,
  *     Q5_K where use_more_bits); Q5_K_M: Q6_K where use_more_bits; Q4_K_S: Q5_K for
- *     i < n/8 (not falcon); IQ4_NL, IQ4_XS: Q5_K for i < n/8;
+ *     i < n/8 (not falcon); IQ4_NL, IQ4_XS: Q5_K for i < n/8 without an importance
+ *     matrix; with one, Q4_0: Q4_1 and Q5_0: Q5_1 for i < n/8;
  *   - attn_output: with 8 experts, Q5_K for Q2_K_M, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M,
  *     IQ4_NL, IQ4_XS;
  *     otherwise Q2_K_M: Q3_K, Q3_K_M: Q4_K, Q3_K_L: Q5_K (falcon: Q3_K_L: Q4_K only);
@@ -42,7 +43,7 @@
  *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL; anything
  *     else, or a fallback that still does not fit, -> F16 (llama.cpp stops with an error
  *     there).
- * Not covered: llama.cpp's importance-matrix types and rules (IQ*, Q2_K_S) and the
+ * Not covered: llama.cpp's importance-matrix types and their rules (IQ1-IQ3, Q2_K_S) and the
  * size-based model types of architectures other than llama and qwen2 (only 70B matters,
  * and only for attn_v). */
 #ifndef TOKD_QUANT_PLAN_H
@@ -92,7 +93,8 @@ int tokd_qmodel_read(const gguf_file *f, tokd_qmodel *m, tokd_err *err);
  *     fallback either: rows that do not fit are an error of the conversion);
  *   output_type (--output-tensor-type): the output's type, in place of its rule; also
  *     output.weight's type after the rules and fallbacks;
- *   embd_type (--token-embedding-type): token_embd.weight's type likewise.
+ *   embd_type (--token-embedding-type): token_embd.weight's type likewise;
+ *   has_imatrix (--imatrix): llama.cpp's two rules that depend on it (ffn_down above).
  * The overrides apply to F32/F16/BF16 targets too. */
 typedef struct {
     const tokd_qtarget *t;
@@ -100,6 +102,7 @@ typedef struct {
     int n_attn_v, i_attn_v, i_ffn_down;
     bool has_output, is_70b, is_falcon;
     bool pure;
+    bool has_imatrix; /* quantizing with an importance matrix (--imatrix) */
     uint32_t output_type, embd_type;
 } tokd_qplan;
 

@@ -6,15 +6,31 @@
 #include <strings.h>
 
 #include "gguf.h"
+#include "imatrix.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 
-void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n) {
-    if (type == GGML_TYPE_Q8_0) {
+void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n, const float *qw) {
+    if (type == GGML_TYPE_Q8_0) { /* as llama.cpp's: no use for an importance matrix */
         tokd_q8_0_from_float_ref(src, dst, n);
         return;
     }
-    tokd_type_get(type)->from_float(src, dst, n);
+    const tokd_type_traits *tt = tokd_type_get(type);
+    if (!qw || !tt->from_float_w) {
+        tt->from_float(src, dst, n);
+        return;
+    }
+    tt->from_float_w(src, dst, n, qw);
+    /* A block whose importance weights are all 0 (columns the calibration never
+     * reached): llama.cpp's quantisers write a NaN scale there (Q2_K, Q4_K, Q5_K, IQ4_NL)
+     * or zeros (most others); tokd quantises it as without a matrix. Every quantiser
+     * without weights works block by block, so this rewrites that block alone. */
+    for (int64_t b = 0; b < n / tt->blck; b++) {
+        const float *w = qw + b * tt->blck;
+        bool zero = true;
+        for (uint32_t i = 0; i < tt->blck && zero; i++) zero = w[i] == 0;
+        if (zero) tt->from_float(src + b * tt->blck, (uint8_t *)dst + b * tt->bytes, tt->blck);
+    }
 }
 
 /* ---- parallel conversion of a chunk of rows --------------------------------------- */
@@ -22,6 +38,8 @@ void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n) {
 typedef struct {
     uint32_t type;
     int64_t row0, n_rows, n_per_row;
+    const float *qw;       /* importance weights: n_per_row per slice of rows_per_slice rows, or NULL */
+    int64_t rows_per_slice, n_slices;
     size_t row_bytes;
     uint8_t *dst;
     float *tmp;            /* one row of floats per thread */
@@ -34,19 +52,26 @@ static void qjob_run(void *arg, int ith, int nth) {
     float *tmp = j->tmp + (size_t)ith * (size_t)j->n_per_row;
     int64_t per = (j->n_rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < j->n_rows ? r0 + per : j->n_rows;
     for (int64_t r = r0; r < r1; r++) {
-        j->fill(j->ctx, j->row0 + r, tmp, j->n_per_row);
-        tokd_quant_row(j->type, tmp, j->dst + (size_t)r * j->row_bytes, j->n_per_row);
+        const int64_t row = j->row0 + r;
+        j->fill(j->ctx, row, tmp, j->n_per_row);
+        const float *qw = j->qw ? j->qw + (row / j->rows_per_slice % j->n_slices) * j->n_per_row : NULL;
+        tokd_quant_row(j->type, tmp, j->dst + (size_t)r * j->row_bytes, j->n_per_row, qw);
     }
 }
 
 int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
-                             tokd_row_fill_fn fill, void *ctx, tokd_err *err) {
+                             const tokd_quant_weights *qw, tokd_row_fill_fn fill, void *ctx, tokd_err *err) {
     const tokd_type_traits *tt = tokd_type_get(type);
     if (!tt || (tokd_type_is_quantized(type) && !tt->from_float))
         return tokd_seterr(err, "cannot quantise to type %s", ggml_type_name(type));
     if (n_per_row % tt->blck)
         return tokd_seterr(err, "row length %lld is not a multiple of %s's block of %u", (long long)n_per_row, tt->name, tt->blck);
     qjob j = {.type = type, .n_per_row = n_per_row, .row_bytes = tokd_row_bytes(tt, n_per_row), .fill = fill, .ctx = ctx};
+    if (qw && qw->values) {
+        j.qw = qw->values;
+        j.rows_per_slice = qw->rows_per_slice > 0 ? qw->rows_per_slice : n_rows;
+        j.n_slices = qw->n_slices > 0 ? qw->n_slices : 1;
+    }
     int nth = tokd_pool_size(pool);
     /* chunks of about 16 MiB of output (at least 4 rows per thread) */
     int64_t chunk = (int64_t)((16u << 20) / (j.row_bytes ? j.row_bytes : 1));
@@ -115,6 +140,31 @@ static int override_type(const char *what, const char *name, uint32_t *out, tokd
     return tokd_seterr(err, "%s: unknown or unsupported type '%s'", what, name);
 }
 
+/* A tensor's importance weights, as llama-quantize picks them: none without an entry
+ * (said in the log), and an entry of another size is an error, except for the token
+ * embedding (llama.cpp quantizes it without weights then). */
+static int tensor_weights(const tokd_imatrix *im, const char *name, const gguf_tensor *t, tokd_quant_weights *qw,
+                          FILE *log, tokd_err *err) {
+    *qw = (tokd_quant_weights){0};
+    if (!im) return 0;
+    const tokd_imatrix_entry *e = tokd_imatrix_find(im, name);
+    if (!e) {
+        if (log) fprintf(log, "    no importance weights for %s\n", name);
+        return 0;
+    }
+    if ((uint64_t)e->n != t->ne[0] * t->ne[2]) {
+        if (!strcmp(name, "token_embd.weight")) {
+            if (log) fprintf(log, "    importance weights for %s: %lld values, not %llu; not used\n", name, (long long)e->n,
+                             (unsigned long long)(t->ne[0] * t->ne[2]));
+            return 0;
+        }
+        return tokd_seterr(err, "tensor '%s': the importance matrix has %lld values for it, the tensor %llu columns x %llu experts",
+                           name, (long long)e->n, (unsigned long long)t->ne[0], (unsigned long long)t->ne[2]);
+    }
+    *qw = (tokd_quant_weights){e->values, (int64_t)t->ne[1], (int64_t)t->ne[2]};
+    return 0;
+}
+
 int tokd_quantize_file(const char *in, const char *out, const char *type_name, int n_threads, FILE *log, tokd_err *err) {
     return tokd_quantize_file_opts(in, out, type_name, NULL, n_threads, log, err);
 }
@@ -129,8 +179,13 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
     if (override_type("--output-tensor-type", opts->output_type, &output_type, err) ||
         override_type("--token-embedding-type", opts->embd_type, &embd_type, err))
         return -1;
+    tokd_imatrix *im = NULL;
+    if (opts->imatrix && !(im = tokd_imatrix_load(opts->imatrix, err))) return -1;
     gguf_file *f = gguf_open(in, err);
-    if (!f) return -1;
+    if (!f) {
+        tokd_imatrix_free(im);
+        return -1;
+    }
     int rc = -1;
     uint64_t n = f->n_tensors;
     char **names = tokd_xcalloc(n ? (size_t)n : 1, sizeof(char *));
@@ -158,14 +213,30 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
     plan.pure = opts->pure;
     plan.output_type = output_type;
     plan.embd_type = embd_type;
+    plan.has_imatrix = im != NULL;
 
+    /* the keys set below replace the input's (llama.cpp removes a key it sets and
+     * appends it, in this order) */
+    const char *set_keys[] = {"general.quantization_version", "general.file_type",
+                              im ? "quantize.imatrix.file" : NULL,
+                              im && im->dataset[0] ? "quantize.imatrix.dataset" : NULL,
+                              im ? "quantize.imatrix.entries_count" : NULL,
+                              im && im->chunks > 0 ? "quantize.imatrix.chunks_count" : NULL};
     for (uint64_t i = 0; i < f->n_kv; i++) {
         const gguf_kv *kv = &f->kv[i];
-        if (gguf_str_eq(kv->key, "general.file_type") || gguf_str_eq(kv->key, "general.quantization_version")) continue;
-        gguf_writer_copy_kv(meta, kv);
+        bool replaced = false;
+        for (size_t k = 0; k < sizeof set_keys / sizeof *set_keys; k++)
+            if (set_keys[k] && gguf_str_eq(kv->key, set_keys[k])) replaced = true;
+        if (!replaced) gguf_writer_copy_kv(meta, kv);
     }
     gguf_writer_set_u32(meta, "general.quantization_version", 2);
     gguf_writer_set_u32(meta, "general.file_type", target->file_type);
+    if (im) { /* llama-quantize's record of the matrix; strings cut at 127 bytes as its */
+        gguf_writer_set_str_n(meta, "quantize.imatrix.file", opts->imatrix, strnlen(opts->imatrix, 127));
+        if (im->dataset[0]) gguf_writer_set_str_n(meta, "quantize.imatrix.dataset", im->dataset, strnlen(im->dataset, 127));
+        gguf_writer_set_i32(meta, "quantize.imatrix.entries_count", (int32_t)im->n_entries);
+        if (im->chunks > 0) gguf_writer_set_i32(meta, "quantize.imatrix.chunks_count", im->chunks);
+    }
 
     uint64_t bytes_in = 0, bytes_out = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -225,8 +296,10 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
         }
         const tokd_type_traits *st = tokd_type_get(t->type);
         src_rows sr = {t->data, tokd_row_bytes(st, (int64_t)t->ne[0]), st};
+        tokd_quant_weights qw;
+        if (tensor_weights(im, names[i], t, &qw, log, err)) goto done;
         if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)(t->ne[1] * t->ne[2] * t->ne[3]), (int64_t)t->ne[0],
-                                     fill_from_src, &sr, err)) {
+                                     &qw, fill_from_src, &sr, err)) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
             tokd_seterr(err, "tensor '%s': %s", names[i], msg);
@@ -252,5 +325,6 @@ done:
     free(infos);
     free(convert);
     gguf_close(f);
+    tokd_imatrix_free(im);
     return rc;
 }

@@ -25,13 +25,26 @@
  * pool threads, rows in any order. */
 typedef void (*tokd_row_fill_fn)(void *ctx, int64_t row, float *out, int64_t n);
 
-/* Convert a tensor of n_rows x n_per_row to `type` row by row in parallel and append its
- * bytes to the stream, a bounded chunk of rows at a time. */
-int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
-                             tokd_row_fill_fn fill, void *ctx, tokd_err *err);
+/* A tensor's importance weights (imatrix.h): n_per_row values for each of n_slices
+ * slices (the experts of a 3-D tensor) of rows_per_slice rows each; row r uses slice
+ * (r / rows_per_slice) % n_slices. */
+typedef struct {
+    const float *values;
+    int64_t rows_per_slice, n_slices;
+} tokd_quant_weights;
 
-/* Quantise one row with the file quantiser of `type` (F32/F16/BF16 too). */
-void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n);
+/* Convert a tensor of n_rows x n_per_row to `type` row by row in parallel and append its
+ * bytes to the stream, a bounded chunk of rows at a time. qw: importance weights, or
+ * NULL (types whose quantiser takes none ignore them). */
+int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
+                             const tokd_quant_weights *qw, tokd_row_fill_fn fill, void *ctx, tokd_err *err);
+
+/* Quantise one row with the file quantiser of `type` (F32/F16/BF16 too), weighting each
+ * column's error by qw[i] where qw is not NULL and the type's quantiser takes weights
+ * (from_float_w: llama-quantize --imatrix), else as llama-quantize without. One
+ * difference from llama-quantize: a block whose weights are all 0 is quantised as
+ * without weights, where llama.cpp writes a NaN scale or zeros. */
+void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n, const float *qw);
 
 /* llama-quantize's options (see tokd_qplan for the first three). Type names as
  * ggml_type_name gives them (case-insensitive); NULL: none. */
@@ -39,6 +52,7 @@ typedef struct {
     bool pure;
     const char *output_type, *embd_type;
     bool allow_requantize; /* quantized tensors are dequantised and converted, not refused */
+    const char *imatrix;   /* --imatrix FILE: an importance matrix (imatrix.h), or NULL */
 } tokd_quantize_opts;
 
 /* `tokd quantize`: in -> out with target type_name. log: per-tensor lines (or NULL). */

@@ -278,7 +278,7 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
     uint64_t done_bytes = 0;
     for (int i = 0; i < n; i++) {
         synth_rows sr = {p->seed * 0x9E3779B97F4A7C15ull ^ hash_str(ts[i].name), ts[i].kind, 0.02f, sh};
-        if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)ts[i].ne[1], (int64_t)ts[i].ne[0], fill_synth, &sr,
+        if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)ts[i].ne[1], (int64_t)ts[i].ne[0], NULL, fill_synth, &sr,
                                      err)) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);

@@ -85,7 +85,7 @@ static void check_tensors(const char *type, const char *ours_path, const char *r
             uint8_t *row = malloc(rb);
             bool eq = true;
             for (int64_t y = 0; y < rows && eq; y++) {
-                tokd_quant_row(t->type, (const float *)st->data + y * K, row, K);
+                tokd_quant_row(t->type, (const float *)st->data + y * K, row, K, NULL);
                 eq = !memcmp(row, (const uint8_t *)t->data + (size_t)y * rb, rb);
             }
             free(row);

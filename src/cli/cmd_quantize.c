@@ -1,8 +1,10 @@
 /* cmd_quantize.c — `tokd quantize IN.gguf OUT.gguf TYPE [-t N] [-q] [--pure]
- * [--output-tensor-type T] [--token-embedding-type T] [--allow-requantize]`: convert a
- * model's F32/F16/BF16 weights to TYPE (a type or a mix; see src/quant_plan.h for the
- * rules), copying all metadata and setting general.file_type as llama.cpp does. The
- * options are llama-quantize's (src/quantize.h). Per-tensor lines go to stderr unless -q. */
+ * [--output-tensor-type T] [--token-embedding-type T] [--allow-requantize]
+ * [--imatrix FILE]`: convert a model's F32/F16/BF16 weights to TYPE (a type or a mix;
+ * see src/quant_plan.h for the rules), copying all metadata and setting
+ * general.file_type as llama.cpp does. The options are llama-quantize's (src/quantize.h;
+ * --imatrix reads either of llama-imatrix's formats, src/imatrix.h). Per-tensor lines go
+ * to stderr unless -q. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +42,7 @@ int cmd_quantize(int argc, char **argv) {
                                CLI_STR("--output-tensor-type", NULL, &qo.output_type),
                                CLI_STR("--token-embedding-type", NULL, &qo.embd_type),
                                CLI_FLAG("--allow-requantize", NULL, &qo.allow_requantize),
+                               CLI_STR("--imatrix", NULL, &qo.imatrix),
                                CLI_REST(add_positional, &p)};
     if (cli_parse("quantize", argc, argv, opts)) return 2;
     if (p.n != 3) {

@@ -20,7 +20,7 @@ static const command commands[] = {
     {"bench-serve", cmd_bench_serve, "bench-serve [--host H] [--port P] [-c CLIENTS] [-n REQUESTS] [--max-tokens N] [--prompt-words N] [--shared-prefix-words N] [--temp T] [--api-key K]"},
     {"chat", cmd_chat, "chat -m MODEL [--system TEXT] [-n N] [--temp T] [--seed S] [-t N] [-c CTX]"},
     {"bench", cmd_bench, "bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]"},
-    {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE"},
+    {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [--imatrix FILE]"},
     {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [--vocab VOCAB.gguf] [--seed S]"},
 };
 

@@ -1,0 +1,503 @@
+/* test_imatrix.c — importance matrices (src/imatrix.c) and `tokd quantize --imatrix`.
+ *
+ *   - the legacy binary format: values divided by ncall, the optional trailer (chunks,
+ *     dataset), a repeated name (the last wins), and every kind of bad file refused
+ *     with a message (truncations at every byte, trailing bytes, counts out of range,
+ *     non-finite values);
+ *   - the GGUF format: sum / count per expert, 1 where the count is 0, datasets and
+ *     chunk count, sums without counts and counts without sums refused;
+ *   - quantizing ../shared/models/tiny-llama-f32.gguf with an importance matrix made
+ *     here (deterministic values over four decades, some exact zeros, ncall 7) gives,
+ *     for each target, the file llama-quantize --imatrix writes with the same matrix
+ *     (llama.cpp c392e5094: its size and FNV-1a hash), a file different from the one
+ *     without, with the quantize.imatrix.* metadata; a GGUF matrix with the same values
+ *     gives the same tensors; the weighted error sum qw * (x - q(x))^2 of the
+ *     converted matrices is below the unweighted quantiser's;
+ *   - a block whose weights are all 0 is quantised as without weights (llama.cpp writes
+ *     NaN scales there), the others as with;
+ *   - errors: an entry of the wrong size (refused, except for token_embd), a missing
+ *     file, a bad file; nothing written. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "imatrix.h"
+#include "kernels/quants.h"
+#include "kernels/types.h"
+#include "quant_plan.h"
+#include "quantize.h"
+#include "t.h"
+#include "t_golden.h"
+
+static char tmpdir[256];
+
+/* ---- writing legacy files ---------------------------------------------------------- */
+
+static void put_i32(tokd_buf *b, int32_t v) { tokd_buf_append(b, &v, 4); }
+static void put_entry(tokd_buf *b, const char *name, int32_t ncall, const float *v, int32_t n) {
+    put_i32(b, (int32_t)strlen(name));
+    tokd_buf_append(b, name, strlen(name));
+    put_i32(b, ncall);
+    put_i32(b, n);
+    tokd_buf_append(b, v, (size_t)n * 4);
+}
+
+static void check_legacy(void) {
+    const float a[3] = {3, 6, 9}, b[2] = {1, 2}, c[2] = {5, 7};
+    tokd_buf f = {0};
+    put_i32(&f, 3);
+    put_entry(&f, "blk.0.attn_q.weight", 3, a, 3);
+    put_entry(&f, "output.weight", 0, b, 2);
+    put_entry(&f, "output.weight", 2, c, 2); /* a repeated name: the last wins */
+    const size_t no_trailer = f.len;
+    tokd_err err;
+    tokd_imatrix *im = tokd_imatrix_parse((const uint8_t *)f.data, f.len, &err);
+    CHECK(im != NULL, "legacy file parses: %s", im ? "" : err.msg);
+    if (im) {
+        CHECK(im->n_entries == 2, "two names: %zu", im->n_entries);
+        const tokd_imatrix_entry *q = tokd_imatrix_find(im, "blk.0.attn_q.weight");
+        CHECK(q && q->n == 3 && q->values[0] == 1 && q->values[1] == 2 && q->values[2] == 3, "values / ncall");
+        const tokd_imatrix_entry *o = tokd_imatrix_find(im, "output.weight");
+        CHECK(o && o->n == 2 && o->values[0] == 2.5f && o->values[1] == 3.5f, "the repeated name's last entry");
+        CHECK(!tokd_imatrix_find(im, "blk.0.attn_q") && !tokd_imatrix_find(im, "output.weigh"), "exact names");
+        CHECK(im->chunks == 0 && !im->dataset[0], "no trailer: no chunks, no dataset");
+        tokd_imatrix_free(im);
+    }
+    put_i32(&f, 68);
+    put_i32(&f, 8);
+    tokd_buf_append(&f, "wiki.txt", 8);
+    im = tokd_imatrix_parse((const uint8_t *)f.data, f.len, &err);
+    CHECK(im && im->chunks == 68 && !strcmp(im->dataset, "wiki.txt"), "trailer: chunks and dataset");
+    tokd_imatrix_free(im);
+
+    /* every truncation is refused with a message (the cut inside the trailer too) */
+    int refused = 0, said = 0;
+    for (size_t n = 0; n < f.len; n++) {
+        if (n == no_trailer) continue; /* a whole file without its trailer */
+        err.msg[0] = 0;
+        tokd_imatrix *t = tokd_imatrix_parse((const uint8_t *)f.data, n, &err);
+        refused += t == NULL;
+        said += t == NULL && err.msg[0];
+        tokd_imatrix_free(t);
+    }
+    CHECK(refused == (int)f.len - 1 && said == refused, "truncations refused: %d of %zu, %d with a message", refused,
+          f.len - 1, said);
+    tokd_buf_append(&f, "x", 1);
+    im = tokd_imatrix_parse((const uint8_t *)f.data, f.len, &err);
+    CHECK(!im && strstr(err.msg, "after the last entry"), "trailing byte: %s", err.msg);
+    tokd_buf_free(&f);
+
+    struct {
+        int32_t count, len, ncall, nval;
+        float v;
+        const char *want;
+    } bad[] = {
+        {0, 1, 1, 1, 1, "no entries"},
+        {-5, 1, 1, 1, 1, "no entries"},
+        {1, 0, 1, 1, 1, "name length"},
+        {1, -3, 1, 1, 1, "name length"},
+        {1, 1, 1, 0, 1, "value count"},
+        {1, 1, 1, -1, 1, "value count"},
+        {1, 1, 1, 1000000, 1, "value count"},
+        {1, 1, 1, 1, NAN, "not finite"},
+        {1, 1, 1, 1, INFINITY, "not finite"},
+        {1, 1, 0, 1, 3e38f, ""}, /* large but finite: fine */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tokd_buf g = {0};
+        put_i32(&g, bad[i].count);
+        put_i32(&g, bad[i].len);
+        if (bad[i].len > 0) tokd_buf_append(&g, "w", 1);
+        put_i32(&g, bad[i].ncall);
+        put_i32(&g, bad[i].nval);
+        tokd_buf_append(&g, &bad[i].v, 4);
+        err.msg[0] = 0;
+        im = tokd_imatrix_parse((const uint8_t *)g.data, g.len, &err);
+        if (bad[i].want[0])
+            CHECK(!im && strstr(err.msg, bad[i].want), "bad file %zu: want '%s', got '%s'", i, bad[i].want, err.msg);
+        else
+            CHECK(im != NULL, "file %zu parses: %s", i, err.msg);
+        tokd_imatrix_free(im);
+        tokd_buf_free(&g);
+    }
+    im = tokd_imatrix_parse(NULL, 0, &err);
+    CHECK(!im && err.msg[0], "empty input refused");
+}
+
+/* ---- GGUF files ---------------------------------------------------------------------- */
+
+static tokd_imatrix *gguf_imatrix(gguf_writer *w, tokd_err *err) {
+    uint8_t *buf;
+    uint64_t n;
+    if (gguf_writer_to_buffer(w, &buf, &n, err)) return NULL;
+    tokd_imatrix *im = tokd_imatrix_parse(buf, n, err);
+    free(buf);
+    return im;
+}
+
+static void check_gguf(void) {
+    const float sums[6] = {2, 4, 6, 1, 1, 1}, counts[2] = {2, 0}, one[1] = {4}, sums1[3] = {8, 8, 8};
+    gguf_writer *w = gguf_writer_new();
+    gguf_str ds[2] = {{"a.txt", 5}, {"b.txt", 5}};
+    gguf_writer_set_str(w, "general.type", "imatrix");
+    gguf_writer_set_str_arr(w, "imatrix.datasets", ds, 2);
+    gguf_writer_set_u32(w, "imatrix.chunk_count", 12);
+    uint64_t ne_s[2] = {3, 2}, ne_c[2] = {1, 2}, ne_1[2] = {3, 1}, ne_o[2] = {1, 1};
+    gguf_writer_add_tensor(w, "blk.0.ffn_down_exps.weight.in_sum2", GGML_TYPE_F32, 2, ne_s, sums, sizeof sums);
+    gguf_writer_add_tensor(w, "blk.0.ffn_down_exps.weight.counts", GGML_TYPE_F32, 2, ne_c, counts, sizeof counts);
+    gguf_writer_add_tensor(w, "output.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
+    gguf_writer_add_tensor(w, "output.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    tokd_err err;
+    tokd_imatrix *im = gguf_imatrix(w, &err);
+    CHECK(im != NULL, "GGUF imatrix parses: %s", im ? "" : err.msg);
+    if (im) {
+        const tokd_imatrix_entry *e = tokd_imatrix_find(im, "blk.0.ffn_down_exps.weight");
+        CHECK(e && e->n == 6 && e->values[0] == 1 && e->values[1] == 2 && e->values[2] == 3 && e->values[3] == 1 &&
+                  e->values[5] == 1,
+              "sum / count per expert, 1 for an expert never reached");
+        e = tokd_imatrix_find(im, "output.weight");
+        CHECK(e && e->n == 3 && e->values[2] == 2, "2-D entry");
+        CHECK(im->chunks == 12 && !strcmp(im->dataset, "a.txt, b.txt"), "chunks %d, dataset '%s'", im->chunks, im->dataset);
+        tokd_imatrix_free(im);
+    }
+    gguf_writer_free(w);
+
+    w = gguf_writer_new(); /* sums without counts */
+    gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "no counts"), "sums without counts: %s", err.msg);
+    gguf_writer_free(w);
+    w = gguf_writer_new(); /* counts without sums */
+    gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
+    gguf_writer_add_tensor(w, "x.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    gguf_writer_add_tensor(w, "y.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "no sums"), "counts without sums: %s", err.msg);
+    gguf_writer_free(w);
+    w = gguf_writer_new(); /* counts of the wrong length */
+    gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F32, 2, ne_s, sums, sizeof sums);
+    gguf_writer_add_tensor(w, "x.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "counts for"), "count per expert: %s", err.msg);
+    gguf_writer_free(w);
+    w = gguf_writer_new(); /* a model, not an importance matrix */
+    gguf_writer_add_tensor(w, "x.weight", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "in_sum2"), "GGUF without sums: %s", err.msg);
+    gguf_writer_free(w);
+    w = gguf_writer_new(); /* F16 sums */
+    const uint16_t h[3] = {0x3c00, 0x3c00, 0x3c00};
+    gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F16, 2, ne_1, h, sizeof h);
+    gguf_writer_add_tensor(w, "x.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "F32"), "F16 sums: %s", err.msg);
+    gguf_writer_free(w);
+    w = gguf_writer_new(); /* a NaN sum */
+    const float nan3[3] = {1, NAN, 1};
+    gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, nan3, sizeof nan3);
+    gguf_writer_add_tensor(w, "x.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    im = gguf_imatrix(w, &err);
+    CHECK(!im && strstr(err.msg, "not finite"), "NaN sum: %s", err.msg);
+    gguf_writer_free(w);
+}
+
+/* ---- quantizing with an importance matrix -------------------------------------------- */
+
+/* The matrix used below: for every 2-D weight of the model but token_embd (which
+ * llama-imatrix does not see), ne0 values 10^(4u - 2) for u uniform in [0, 1), one in 97
+ * exactly 0, stored as sums for ncall = 7 (so the loader's division is exercised). */
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+static int write_test_imatrix(const char *model, const char *path, bool as_gguf) {
+    tokd_err err;
+    gguf_file *f = gguf_open(model, &err);
+    if (!f) return -1;
+    tokd_buf b = {0};
+    gguf_writer *w = gguf_writer_new();
+    int n = 0;
+    for (uint64_t i = 0; i < f->n_tensors; i++)
+        n += f->tensors[i].n_dims == 2 && !gguf_str_eq(f->tensors[i].name, "token_embd.weight");
+    put_i32(&b, n);
+    uint32_t seed = 12345;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        if (t->n_dims != 2 || gguf_str_eq(t->name, "token_embd.weight")) continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        int32_t ne0 = (int32_t)t->ne[0];
+        float *v = malloc((size_t)ne0 * 4);
+        for (int32_t k = 0; k < ne0; k++) {
+            float u = (float)(lcg(&seed) >> 8) / 16777216.0f;
+            v[k] = lcg(&seed) % 97 == 0 ? 0.0f : 7.0f * powf(10.0f, 4.0f * u - 2.0f);
+        }
+        put_entry(&b, name, 7, v, ne0);
+        char key[300];
+        const float seven = 7;
+        uint64_t ne_s[2] = {(uint64_t)ne0, 1}, ne_c[2] = {1, 1};
+        snprintf(key, sizeof key, "%s.in_sum2", name);
+        gguf_writer_add_tensor(w, key, GGML_TYPE_F32, 2, ne_s, v, (uint64_t)ne0 * 4);
+        snprintf(key, sizeof key, "%s.counts", name);
+        gguf_writer_add_tensor(w, key, GGML_TYPE_F32, 2, ne_c, &seven, 4);
+        free(v);
+    }
+    put_i32(&b, 10);
+    put_i32(&b, 9);
+    tokd_buf_append(&b, "calib.txt", 9);
+    int rc = 0;
+    if (as_gguf) {
+        rc = gguf_writer_to_file(w, path, &err);
+    } else {
+        FILE *o = fopen(path, "wb");
+        rc = !o || fwrite(b.data, 1, b.len, o) != b.len;
+        if (o) rc |= fclose(o) != 0;
+    }
+    gguf_writer_free(w);
+    tokd_buf_free(&b);
+    gguf_close(f);
+    return rc ? -1 : 0;
+}
+
+static uint64_t fnv1a(const char *path, size_t *n) {
+    *n = 0;
+    char *bytes = t_slurp(path, n);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t k = 0; bytes && k < *n; k++) h = (h ^ (uint8_t)bytes[k]) * 0x100000001b3ull;
+    free(bytes);
+    return h;
+}
+
+/* Whether every tensor's bytes in a and b are equal (the metadata may differ). */
+static bool same_tensors(const char *a, const char *b) {
+    tokd_err err;
+    gguf_file *x = gguf_open(a, &err), *y = gguf_open(b, &err);
+    bool eq = x && y && x->n_tensors == y->n_tensors;
+    for (uint64_t i = 0; eq && i < x->n_tensors; i++)
+        eq = x->tensors[i].type == y->tensors[i].type && x->tensors[i].nbytes == y->tensors[i].nbytes &&
+             !memcmp(x->tensors[i].data, y->tensors[i].data, x->tensors[i].nbytes);
+    gguf_close(x);
+    gguf_close(y);
+    return eq;
+}
+
+/* sum over the converted matrices of qw * (x - dequant)^2, for the file at path */
+static double weighted_error(const char *src_path, const char *path, const tokd_imatrix *im) {
+    tokd_err err;
+    gguf_file *s = gguf_open(src_path, &err), *q = gguf_open(path, &err);
+    double e = 0;
+    for (uint64_t i = 0; s && q && i < q->n_tensors; i++) {
+        const gguf_tensor *t = &q->tensors[i];
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const tokd_imatrix_entry *en = tokd_imatrix_find(im, name);
+        const gguf_tensor *st = gguf_find_tensor(s, name);
+        if (!en || !st || t->type == GGML_TYPE_F32) continue;
+        const tokd_type_traits *tt = tokd_type_get(t->type);
+        int64_t K = (int64_t)t->ne[0];
+        float *row = malloc((size_t)K * 4);
+        for (uint64_t r = 0; r < t->ne[1]; r++) {
+            tt->to_float((const uint8_t *)t->data + r * tokd_row_bytes(tt, K), row, K);
+            const float *x = (const float *)st->data + r * (uint64_t)K;
+            for (int64_t k = 0; k < K; k++) e += en->values[k] * ((double)x[k] - row[k]) * ((double)x[k] - row[k]);
+        }
+        free(row);
+    }
+    gguf_close(s);
+    gguf_close(q);
+    return e;
+}
+
+typedef struct {
+    const char *target;
+    size_t size;
+    uint64_t fnv;
+} lc_file;
+/* llama-quantize --imatrix tiny.imatrix (llama.cpp c392e5094) on tiny-llama-f32.gguf with
+ * the matrix write_test_imatrix makes, run in the directory of the matrix. */
+static const lc_file LC_FILES[] = {
+    {"Q4_0", 826016, 0xfbc3391663745af5ull},
+    {"Q4_1", 903840, 0x4a972c060c5bc07dull},
+    {"Q5_0", 981664, 0xed7a2a0258de8327ull},
+    {"Q5_1", 1059488, 0xc338303abe0aafa7ull},
+    {"Q8_0", 1480352, 0xae94651610736badull},
+    {"Q2_K_M", 581792, 0x9770c1bccec8bbc1ull},
+    {"Q3_K_S", 660640, 0xcfdcbd402636434bull},
+    {"Q3_K_M", 721312, 0x7307aae135bf75feull},
+    {"Q3_K_L", 770464, 0x09bfb793a6399b71ull},
+    {"Q4_K_S", 830112, 0x6b573ca785e153ddull},
+    {"Q4_K_M", 864032, 0x0f4c08014b30260dull},
+    {"Q5_K_S", 981664, 0x2c6433ed0b43fcd0ull},
+    {"Q5_K_M", 1001248, 0x550412f71f673fc8ull},
+    {"Q6_K", 1147040, 0xffda2f1a4f4985c2ull},
+    {"IQ4_NL", 830112, 0x0bed91346af1a680ull},
+    {"IQ4_XS", 792224, 0x3a1e9176ce1f8729ull},
+};
+
+static void check_quantize(const char *src) {
+    char cwd[1024];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+    CHECK(chdir(tmpdir) == 0, "chdir %s", tmpdir);
+    CHECK(write_test_imatrix(src, "tiny.imatrix", false) == 0, "write the legacy matrix");
+    CHECK(write_test_imatrix(src, "tiny-imatrix.gguf", true) == 0, "write the GGUF matrix");
+    tokd_err err;
+    tokd_imatrix *im = tokd_imatrix_load("tiny.imatrix", &err);
+    CHECK(im && im->n_entries > 10 && im->chunks == 10, "the matrix loads: %s", im ? "" : err.msg);
+    const tokd_quantize_opts with = {.imatrix = "tiny.imatrix"}, with_gguf = {.imatrix = "tiny-imatrix.gguf"};
+    int matched = 0;
+    for (size_t i = 0; i < sizeof LC_FILES / sizeof LC_FILES[0]; i++) {
+        const char *ty = LC_FILES[i].target;
+        char a[64], b[64], c[64];
+        snprintf(a, sizeof a, "im-%s.gguf", ty);
+        snprintf(b, sizeof b, "plain-%s.gguf", ty);
+        snprintf(c, sizeof c, "img-%s.gguf", ty);
+        int rc = tokd_quantize_file_opts(src, a, ty, &with, 2, NULL, &err);
+        CHECK(rc == 0, "%s with an imatrix: %s", ty, rc ? err.msg : "");
+        CHECK(tokd_quantize_file(src, b, ty, 2, NULL, &err) == 0, "%s without", ty);
+        CHECK(tokd_quantize_file_opts(src, c, ty, &with_gguf, 2, NULL, &err) == 0, "%s with the GGUF matrix", ty);
+        size_t n;
+        uint64_t h = fnv1a(a, &n);
+        CHECK(n == LC_FILES[i].size && h == LC_FILES[i].fnv, "%s: size %zu hash %016llx, llama-quantize's %zu %016llx", ty, n,
+              (unsigned long long)h, LC_FILES[i].size, (unsigned long long)LC_FILES[i].fnv);
+        matched += n == LC_FILES[i].size && h == LC_FILES[i].fnv;
+        CHECK(same_tensors(a, c), "%s: the GGUF matrix gives the same tensors", ty);
+        bool q8 = !strcmp(ty, "Q8_0");
+        CHECK(q8 == same_tensors(a, b), "%s: %s the file without", ty, q8 ? "Q8_0 takes no weights: the same as" : "differs from");
+        if (!q8) {
+            double ew = weighted_error(src, a, im), eu = weighted_error(src, b, im);
+            CHECK(ew < eu, "%s: weighted error %.4g with the matrix, %.4g without", ty, ew, eu);
+        }
+        gguf_file *f = gguf_open(a, &err);
+        gguf_str s = {0};
+        int32_t entries = 0;
+        int64_t e64 = 0;
+        CHECK(f && gguf_get_str(f, "quantize.imatrix.file", &s, &err) == 0 && gguf_str_eq(s, "tiny.imatrix") &&
+                  gguf_get_str(f, "quantize.imatrix.dataset", &s, &err) == 0 && gguf_str_eq(s, "calib.txt") &&
+                  gguf_get_i64(f, "quantize.imatrix.entries_count", &e64, &err) == 0 &&
+                  gguf_get_i64(f, "quantize.imatrix.chunks_count", &e64, &err) == 0 && e64 == 10,
+              "%s: quantize.imatrix.* metadata", ty);
+        (void)entries;
+        gguf_close(f);
+    }
+    CHECK(matched == (int)(sizeof LC_FILES / sizeof LC_FILES[0]), "%d of %zu files byte-identical to llama-quantize's",
+          matched, sizeof LC_FILES / sizeof LC_FILES[0]);
+    tokd_imatrix_free(im);
+
+    /* an entry of the wrong size: refused, nothing written */
+    {
+        tokd_buf b = {0};
+        const float v[5] = {1, 1, 1, 1, 1};
+        put_i32(&b, 1);
+        put_entry(&b, "blk.0.attn_q.weight", 1, v, 5);
+        FILE *o = fopen("short.imatrix", "wb");
+        CHECK(o && fwrite(b.data, 1, b.len, o) == b.len && fclose(o) == 0, "write short.imatrix");
+        tokd_buf_free(&b);
+        const tokd_quantize_opts bad = {.imatrix = "short.imatrix"};
+        CHECK(tokd_quantize_file_opts(src, "bad.gguf", "Q4_K_M", &bad, 2, NULL, &err) != 0 &&
+                  strstr(err.msg, "blk.0.attn_q.weight") && strstr(err.msg, "5 values"),
+              "wrong size refused: %s", err.msg);
+        CHECK(access("bad.gguf", F_OK) != 0, "nothing written");
+        b = (tokd_buf){0};
+        put_i32(&b, 1);
+        put_entry(&b, "token_embd.weight", 1, v, 5);
+        o = fopen("embd.imatrix", "wb");
+        CHECK(o && fwrite(b.data, 1, b.len, o) == b.len && fclose(o) == 0, "write embd.imatrix");
+        tokd_buf_free(&b);
+        const tokd_quantize_opts embd = {.imatrix = "embd.imatrix"};
+        CHECK(tokd_quantize_file_opts(src, "embd.gguf", "Q4_K_M", &embd, 2, NULL, &err) == 0 &&
+                  same_tensors("embd.gguf", "plain-Q4_K_M.gguf"),
+              "token_embd of the wrong size: quantized without weights, as llama-quantize");
+        const tokd_quantize_opts missing = {.imatrix = "nonexistent.imatrix"}, junk = {.imatrix = "bad.junk"};
+        CHECK(tokd_quantize_file_opts(src, "bad.gguf", "Q4_0", &missing, 2, NULL, &err) != 0 &&
+                  strstr(err.msg, "nonexistent.imatrix"),
+              "missing matrix: %s", err.msg);
+        o = fopen("bad.junk", "wb");
+        CHECK(o && fwrite("junkjunk", 1, 8, o) == 8 && fclose(o) == 0, "write bad.junk");
+        CHECK(tokd_quantize_file_opts(src, "bad.gguf", "Q4_0", &junk, 2, NULL, &err) != 0 && strstr(err.msg, "bad.junk"),
+              "junk matrix: %s", err.msg);
+        CHECK(access("bad.gguf", F_OK) != 0, "nothing written");
+    }
+    CHECK(chdir(cwd) == 0, "chdir back");
+}
+
+/* A block whose importance weights are all 0 is quantised as without weights (llama.cpp
+ * writes a NaN scale there for Q2_K, Q4_K, Q5_K and IQ4_NL); the other blocks as with. */
+static void check_zero_blocks(void) {
+    const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                              GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_NL, GGML_TYPE_IQ4_XS};
+    enum { N = 1024 };
+    float x[N], qw[N], y[N];
+    uint32_t seed = 99;
+    for (int i = 0; i < N; i++) {
+        x[i] = ((float)(lcg(&seed) >> 8) / 16777216.0f - 0.5f) * 0.1f;
+        qw[i] = i >= 256 && i < 512 ? 0.0f : 0.5f + (float)(lcg(&seed) % 1000) / 100.0f;
+    }
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const tokd_type_traits *tt = tokd_type_get(types[t]);
+        size_t rb = tokd_row_bytes(tt, N);
+        uint8_t *got = malloc(rb), *with = malloc(rb), *without = malloc(rb);
+        tokd_quant_row(types[t], x, got, N, qw);
+        tt->from_float_w(x, with, N, qw);
+        tt->from_float(x, without, N);
+        size_t z0 = 256 / tt->blck * tt->bytes, z1 = 512 / tt->blck * tt->bytes;
+        CHECK(!memcmp(got, with, z0) && !memcmp(got + z1, with + z1, rb - z1), "%s: weighted blocks as from_float_w", tt->name);
+        CHECK(!memcmp(got + z0, without + z0, z1 - z0), "%s: zero-weight blocks as from_float", tt->name);
+        tt->to_float(got, y, N);
+        bool finite = true;
+        for (int i = 0; i < N; i++) finite &= isfinite(y[i]) && (i < 256 || i >= 512 || fabsf(y[i] - x[i]) < 0.02f);
+        CHECK(finite, "%s: finite, and the zero-weight blocks near x", tt->name);
+        free(got);
+        free(with);
+        free(without);
+    }
+}
+
+/* llama.cpp's rules that depend on the matrix, on a 22-layer llama */
+static void check_rules(void) {
+    const tokd_qmodel m = {"llama", 22, 8, 2, 0};
+    const char *targets[] = {"Q4_0", "Q5_0", "IQ4_XS", "Q4_1"};
+    const uint32_t first_with[] = {GGML_TYPE_Q4_1, GGML_TYPE_Q5_1, GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_1};
+    const uint32_t first_without[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_Q5_K, GGML_TYPE_Q4_1};
+    const uint32_t base[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_IQ4_XS, GGML_TYPE_Q4_1};
+    for (int i = 0; i < 4; i++)
+        for (int with = 0; with < 2; with++) {
+            tokd_qplan p;
+            const char *names[1] = {"output.weight"};
+            tokd_qplan_init(&p, tokd_qtarget_find(targets[i]), &m, names, 1);
+            p.has_imatrix = with;
+            uint32_t got[22];
+            for (int l = 0; l < 22; l++) {
+                char name[64];
+                snprintf(name, sizeof name, "blk.%d.ffn_down.weight", l);
+                got[l] = tokd_qplan_type(&p, name, 2048);
+            }
+            /* n/8 = 2 layers */
+            CHECK(got[0] == (with ? first_with[i] : first_without[i]) && got[1] == got[0] && got[2] == base[i] &&
+                      got[21] == base[i],
+                  "%s %s the matrix: ffn_down %s %s %s", targets[i], with ? "with" : "without", ggml_type_name(got[0]),
+                  ggml_type_name(got[2]), ggml_type_name(got[21]));
+        }
+}
+
+int main(void) {
+    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/tokd-test-imatrix-%d", base, (int)getpid());
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmpdir);
+    CHECK(system(cmd) == 0, "mkdir %s", tmpdir);
+    tokd_kernels_init();
+    check_legacy();
+    check_gguf();
+    check_rules();
+    check_zero_blocks();
+    char rel[512], src[4096];
+    snprintf(rel, sizeof rel, "%s/models/tiny-llama-f32.gguf", t_shared());
+    CHECK(realpath(rel, src) != NULL, "find %s", rel); /* check_quantize works in tmpdir */
+    check_quantize(src);
+    if (!t_failed) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        CHECK(system(cmd) == 0, "cleanup");
+    } else {
+        fprintf(stderr, "left %s for a look\n", tmpdir);
+    }
+    T_DONE();
+}
