@@ -11,7 +11,7 @@
  * (c) the golden models: dequantized tensors vs the f32 model's within the type's
  *     bound, and re-quantizing the f32 tensors reproduces llama.cpp's files byte for
  *     byte (Q8_0, Q4_0, Q4_K, Q6_K, F16, BF16).
- * (d) the grid types (IQ1_S ... IQ3_S), which tokd reads but does not write: their
+ * (d) the grid types (IQ1_S ... IQ3_S; their quantisers have tests of their own): their
  *     grids, to_float against llama.cpp's on fixed blocks, the dot product against
  *     the dequantized weights. */
 #include <math.h>
@@ -1027,7 +1027,9 @@ static void test_iq_types(void) {
     };
     for (size_t i = 0; i < sizeof KAT / sizeof KAT[0]; i++) {
         const tokd_type_traits *t = tokd_type_get(KAT[i].id);
-        CHECK(t && !t->from_float && t->vec_dot_type == GGML_TYPE_Q8_K, "type %u: a Q8_K-activated type without a quantiser", KAT[i].id);
+        const bool iq1 = KAT[i].id == GGML_TYPE_IQ1_S || KAT[i].id == GGML_TYPE_IQ1_M;
+        CHECK(t && t->vec_dot_type == GGML_TYPE_Q8_K && (t->from_float_w == NULL) == iq1,
+              "type %u: Q8_K-activated, %s", KAT[i].id, iq1 ? "no quantiser" : "a quantiser with importance weights");
         if (!t) continue;
         uint8_t blocks[16 * 110];
         float out[16 * 256];

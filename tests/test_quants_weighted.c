@@ -10,13 +10,16 @@
  *     matrix), the qw-weighted squared error is below both from_float's and that of
  *     from_float_w given uniform weights (so it fails if qw were ignored); dequantised
  *     values finite; all-zero rows give zeros; nothing written past the row.
- * (c) the table: from_float_w set exactly for the 11 types. */
+ * (c) the table: from_float_w set exactly for the 11 types and the grid types that have
+ *     a quantiser. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
+#include "kernels/quantize_iq2.h"
+#include "kernels/quantize_iq3.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
@@ -285,6 +288,19 @@ static void test_weighted_error(void) {
 
 /* ---- (c) the table ---- */
 
+/* the grid types' quantisers (quantize_iq2.c, quantize_iq3.c; their own tests) */
+static const struct {
+    uint32_t id;
+    wquant_fn fn;
+} GRID_W[] = {
+    {GGML_TYPE_IQ2_XXS, tokd_iq2_xxs_from_float_w},
+    {GGML_TYPE_IQ2_XS, tokd_iq2_xs_from_float_w},
+    {GGML_TYPE_IQ2_S, tokd_iq2_s_from_float_w},
+    {GGML_TYPE_IQ3_XXS, tokd_iq3_xxs_from_float_w},
+    {GGML_TYPE_IQ3_S, tokd_iq3_s_from_float_w},
+};
+#define N_GRID_W (sizeof GRID_W / sizeof GRID_W[0])
+
 static void test_traits(void) {
     static const uint32_t ALL[] = {
         GGML_TYPE_F32,     GGML_TYPE_F16,     GGML_TYPE_BF16,   GGML_TYPE_Q4_0,    GGML_TYPE_Q4_1,  GGML_TYPE_Q5_0,
@@ -300,10 +316,12 @@ static void test_traits(void) {
         wquant_fn want = NULL;
         for (size_t k = 0; k < N_WTYPES; k++)
             if (WTYPES[k].id == ALL[i]) want = WTYPES[k].fn;
+        for (size_t k = 0; k < N_GRID_W; k++)
+            if (GRID_W[k].id == ALL[i]) want = GRID_W[k].fn;
         CHECK(t->from_float_w == want, "%s: from_float_w %s", t->name, want ? "not its quantiser" : "set");
         with += t->from_float_w != NULL;
     }
-    CHECK(with == (int)N_WTYPES, "%d types with from_float_w, expected %d", with, (int)N_WTYPES);
+    CHECK(with == (int)(N_WTYPES + N_GRID_W), "%d types with from_float_w, expected %d", with, (int)(N_WTYPES + N_GRID_W));
 }
 
 int main(void) {

@@ -168,6 +168,10 @@ TOKD_QUANT_W(iq4_xs)
  *   (without an importance matrix w = x^2); tokd_iq4_pack: the 32 values' indices at
  *   scale d, packed as nibbles. */
 float tokd_fit_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L);
+/* Non-negative values x on the grid scale*L[i], L[i] <= nmax, minimising the w-weighted
+ * squared error (ggml's make_qp_quants; quants_weighted.c): the K-quants' scales and mins,
+ * IQ2_XXS's group levels. L as ggml keeps it, in bytes. */
+float tokd_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *w);
 float tokd_fit_affine(int n, int nmax, const float *x, const float *wt, uint8_t *L, float *min_out, float rmin,
                       float rdelta, int nstep, int use_mad);
 void tokd_pack_2bit(const uint8_t *L, uint8_t *qs);

@@ -50,7 +50,7 @@ static void element_weights(int n, const float *x, const float *qw, float sigma2
  * that move single L[i] while the least-squares fit improves; returns that fit's scale.
  * L is bytes as ggml keeps it: a negative value (a negative x) wraps. 0/0 = NaN when no
  * weight falls on a non-zero L, as in ggml. */
-static float fit_positive_w(int n, int nmax, const float *x, uint8_t *L, const float *w) {
+float tokd_fit_positive(int n, int nmax, const float *x, uint8_t *L, const float *w) {
     float max = 0;
     for (int i = 0; i < n; i++) max = max > x[i] ? max : x[i];
     if (max == 0) {
@@ -203,8 +203,8 @@ void tokd_q2_K_from_float_w(const float *src, void *dst, int64_t n, const float 
             sw[j] = sum_of(w, 16);
             scales[j] = fit_affine_w(16, 3, src + 16 * j, w, L + 16 * j, &mins[j]);
         }
-        float dm = fit_positive_w(16, 15, scales, Ls, sw);
-        float mm = fit_positive_w(16, 15, mins, Lm, sw);
+        float dm = tokd_fit_positive(16, 15, scales, Ls, sw);
+        float mm = tokd_fit_positive(16, 15, mins, Lm, sw);
         y[b].d = f2h(dm);
         y[b].dmin = f2h(mm);
         dm = h2f(y[b].d);
@@ -278,8 +278,8 @@ static void quantize_k4_w(const float *x, const float *qw, int nmax, int cap, ui
         sw[j] = sum_of(w, 32);
         scales[j] = fit_affine_w(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j]);
     }
-    const float d_block = fit_positive_w(8, 63, scales, Ls, sw);
-    const float m_block = fit_positive_w(8, 63, mins, Lm, sw);
+    const float d_block = tokd_fit_positive(8, 63, scales, Ls, sw);
+    const float m_block = tokd_fit_positive(8, 63, mins, Lm, sw);
     for (int j = 0; j < 8; j++) {
         uint8_t ls = Ls[j], lm = Lm[j];
         if (cap) {
