@@ -12,7 +12,8 @@
 enum {
     FT_ALL_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
     FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17,
-    FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30, FT_BF16 = 32
+    FT_Q6_K = 18, FT_IQ2_XXS = 19, FT_IQ2_XS = 20, FT_Q2_K_S = 21, FT_IQ3_XS = 22, FT_IQ3_XXS = 23, FT_IQ1_S = 24,
+    FT_IQ4_NL = 25, FT_IQ3_S = 26, FT_IQ3_M = 27, FT_IQ2_S = 28, FT_IQ2_M = 29, FT_IQ4_XS = 30, FT_IQ1_M = 31, FT_BF16 = 32
 };
 
 static const tokd_qtarget targets[] = {
@@ -28,6 +29,12 @@ static const tokd_qtarget targets[] = {
     {"Q4_K_M", GGML_TYPE_Q4_K, FT_Q4_K_M, false}, {"Q5_K_S", GGML_TYPE_Q5_K, FT_Q5_K_S, false},
     {"Q5_K_M", GGML_TYPE_Q5_K, FT_Q5_K_M, false}, {"IQ4_NL", GGML_TYPE_IQ4_NL, FT_IQ4_NL, false},
     {"IQ4_XS", GGML_TYPE_IQ4_XS, FT_IQ4_XS, false},
+    /* llama.cpp's importance-matrix file types (IQ2_S's base is IQ2_XS, as in llama.cpp) */
+    {"Q2_K_S", GGML_TYPE_Q2_K, FT_Q2_K_S, false},   {"IQ2_XXS", GGML_TYPE_IQ2_XXS, FT_IQ2_XXS, false},
+    {"IQ2_XS", GGML_TYPE_IQ2_XS, FT_IQ2_XS, false}, {"IQ2_S", GGML_TYPE_IQ2_XS, FT_IQ2_S, false},
+    {"IQ2_M", GGML_TYPE_IQ2_S, FT_IQ2_M, false},    {"IQ3_XXS", GGML_TYPE_IQ3_XXS, FT_IQ3_XXS, false},
+    {"IQ3_XS", GGML_TYPE_IQ3_S, FT_IQ3_XS, false},  {"IQ3_S", GGML_TYPE_IQ3_S, FT_IQ3_S, false},
+    {"IQ3_M", GGML_TYPE_IQ3_S, FT_IQ3_M, false},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -39,16 +46,15 @@ const tokd_qtarget *tokd_qtarget_find(const char *name) {
 
 const char *tokd_qtarget_list(void) {
     return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M "
-           "Q5_K_S Q5_K_M IQ4_NL IQ4_XS";
+           "Q5_K_S Q5_K_M IQ4_NL IQ4_XS; with --imatrix also Q2_K_S IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS (IQ3_XS IQ3_S "
+           "IQ3_M with or without)";
 }
 
 int tokd_qtarget_unknown(const char *name, tokd_err *err) {
-    static const char *const read_only[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M",
-                                            "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M"};
+    static const char *const read_only[] = {"IQ1_S", "IQ1_M"};
     for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
         if (!strcasecmp(name, read_only[i]))
-            return tokd_seterr(err, "tokd reads %s files but does not write them: llama.cpp makes them from an importance "
-                                    "matrix (llama-imatrix, then llama-quantize --imatrix); types tokd writes: %s",
+            return tokd_seterr(err, "tokd reads %s files but does not write them yet; types tokd writes: %s",
                                read_only[i], tokd_qtarget_list());
     return tokd_seterr(err, "unknown type '%s' (supported: %s)", name, tokd_qtarget_list());
 }
@@ -118,6 +124,27 @@ bool tokd_qplan_converts(const char *name, uint32_t n_dims) {
            !strstr(name, "ssm_conv1d.weight") && !strstr(name, "time_mix_first.weight");
 }
 
+/* llama.cpp's file types of 1 to 2.7 bits a weight, which have their own rules. */
+static bool low_bit(uint32_t ft) {
+    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ1_S || ft == FT_IQ2_S || ft == FT_IQ2_M || ft == FT_IQ1_M;
+}
+static bool iq2_s_or_m(uint32_t ft) { return ft == FT_IQ2_S || ft == FT_IQ2_M; }
+
+bool tokd_qtarget_needs_imatrix(const tokd_qtarget *t) {
+    const uint32_t ft = t->file_type;
+    return ft == FT_IQ2_XXS || ft == FT_IQ2_XS || ft == FT_IQ2_S || ft == FT_Q2_K_S || ft == FT_IQ1_S || ft == FT_IQ1_M;
+}
+
+bool tokd_qtarget_writes_without_imatrix(const tokd_qtarget *t) {
+    return !tokd_qtarget_needs_imatrix(t) && t->file_type != FT_IQ3_XXS; /* IQ3_XXS: its IQ2_S attn_q, attn_k */
+}
+
+bool tokd_qplan_tensor_needs_imatrix(const tokd_qplan *p, const char *name, uint32_t type) {
+    const bool embd = !strcmp(name, "token_embd.weight"), out = !strcmp(name, "output.weight");
+    return type == GGML_TYPE_IQ2_XXS || type == GGML_TYPE_IQ2_XS || type == GGML_TYPE_IQ2_S || type == GGML_TYPE_IQ1_S ||
+           (type == GGML_TYPE_IQ1_M && !embd && !out) || (type == GGML_TYPE_Q2_K && p->t->file_type == FT_Q2_K_S && !embd);
+}
+
 /* llama.cpp's choice of layers that get more bits. */
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
@@ -127,15 +154,48 @@ static uint32_t blck_of(uint32_t type) {
 }
 
 static uint32_t output_type(const tokd_qplan *p, uint64_t ne0) {
-    const uint32_t base = p->t->base;
+    const uint32_t base = p->t->base, ft = p->t->file_type;
     if (p->is_falcon || ne0 % blck_of(base)) return GGML_TYPE_Q8_0;
+    if (low_bit(ft) || ft == FT_IQ3_XXS) return GGML_TYPE_Q5_K;
     return base == GGML_TYPE_Q8_0 ? base : GGML_TYPE_Q6_K;
+}
+
+static uint32_t token_embd_type(const tokd_qplan *p, uint32_t t) {
+    switch (p->t->file_type) {
+    case FT_IQ2_XXS: case FT_IQ2_XS: case FT_IQ1_S: case FT_IQ1_M: return GGML_TYPE_Q2_K;
+    case FT_IQ2_S: case FT_IQ2_M: case FT_IQ3_XXS: return GGML_TYPE_IQ3_S;
+    default: return t;
+    }
+}
+
+/* The low-bit types' rules, which replace the others (no 70B or falcon rule there). */
+static uint32_t low_bit_type(tokd_qplan *p, const char *name, uint32_t t) {
+    const uint32_t ft = p->t->file_type;
+    const int gqa = p->m.n_head_kv > 0 ? p->m.n_head / p->m.n_head_kv : 0;
+    if (strstr(name, "attn_v.weight")) {
+        t = gqa >= 4 || p->m.n_expert >= 4 ? GGML_TYPE_Q4_K : iq2_s_or_m(ft) ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K;
+        p->i_attn_v++;
+    } else if (p->m.n_expert == 8 && strstr(name, "attn_k.weight")) {
+        t = GGML_TYPE_Q4_K;
+    } else if (strstr(name, "ffn_down")) {
+        if (p->i_ffn_down < p->m.n_layer / 8) t = iq2_s_or_m(ft) ? GGML_TYPE_IQ3_S : GGML_TYPE_Q2_K;
+        p->i_ffn_down++;
+    } else if (strstr(name, "attn_output.weight")) {
+        if (p->m.n_expert == 8) t = GGML_TYPE_Q5_K;
+        else if (ft == FT_IQ1_S || ft == FT_IQ1_M) t = GGML_TYPE_IQ2_XXS;
+        else if (iq2_s_or_m(ft)) t = GGML_TYPE_IQ3_S;
+    }
+    return t;
 }
 
 static uint32_t attn_v_type(const tokd_qplan *p, uint32_t t) {
     const int i = p->i_attn_v, n = p->n_attn_v, gqa = p->m.n_head_kv > 0 ? p->m.n_head / p->m.n_head_kv : 0;
     switch (p->t->file_type) {
     case FT_Q2_K: t = gqa >= 4 ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K; break;
+    case FT_Q2_K_S: if (gqa >= 4) t = GGML_TYPE_Q4_K; break;
+    case FT_IQ3_XXS: t = gqa >= 4 ? GGML_TYPE_Q4_K : !p->has_imatrix ? GGML_TYPE_IQ3_S : GGML_TYPE_IQ3_XXS; break;
+    case FT_IQ3_XS: case FT_IQ3_S: if (gqa >= 4) t = GGML_TYPE_Q4_K; break;
+    case FT_IQ3_M: t = GGML_TYPE_Q4_K; break;
     case FT_Q3_K_M: t = i < 2 ? GGML_TYPE_Q5_K : GGML_TYPE_Q4_K; break;
     case FT_Q3_K_L: t = GGML_TYPE_Q5_K; break;
     case FT_Q4_K_M: case FT_Q5_K_M: if (use_more_bits(i, n)) t = GGML_TYPE_Q6_K; break;
@@ -153,6 +213,9 @@ static uint32_t ffn_down_type(const tokd_qplan *p, int i, uint32_t t) {
     const bool falcon = p->is_falcon, more = use_more_bits(i, n);
     switch (p->t->file_type) {
     case FT_Q2_K: return GGML_TYPE_Q3_K;
+    case FT_Q2_K_S: return i < n / 8 ? GGML_TYPE_Q4_K : t;
+    case FT_IQ3_XXS: return p->has_imatrix ? t : i < n / 8 ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K;
+    case FT_IQ3_M: return i < n / 8 || (p->m.n_expert == 8 && more) ? GGML_TYPE_Q4_K : t;
     case FT_Q3_K_M: return i < n / 16 ? GGML_TYPE_Q5_K : !falcon || more ? GGML_TYPE_Q4_K : GGML_TYPE_Q3_K;
     case FT_Q3_K_L: return falcon ? GGML_TYPE_Q4_K : GGML_TYPE_Q5_K;
     case FT_Q4_K_M:
@@ -173,11 +236,13 @@ static uint32_t attn_output_type(const tokd_qplan *p, uint32_t t) {
     if (p->is_falcon) return ft == FT_Q3_K_L ? GGML_TYPE_Q4_K : t;
     if (p->m.n_expert == 8)
         return ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_NL ||
-                       ft == FT_IQ4_XS
+                       ft == FT_IQ4_XS || ft == FT_IQ3_XS || ft == FT_IQ3_XXS || ft == FT_IQ3_S || ft == FT_IQ3_M
                    ? GGML_TYPE_Q5_K
                    : t;
     switch (ft) {
     case FT_Q2_K: return GGML_TYPE_Q3_K;
+    case FT_IQ3_XXS: return GGML_TYPE_IQ3_S;
+    case FT_IQ3_M: return GGML_TYPE_Q4_K;
     case FT_Q3_K_M: return GGML_TYPE_Q4_K;
     case FT_Q3_K_L: return GGML_TYPE_Q5_K;
     default: return t;
@@ -186,7 +251,7 @@ static uint32_t attn_output_type(const tokd_qplan *p, uint32_t t) {
 
 static uint32_t attn_qkv_type(const tokd_qplan *p, uint32_t t) {
     switch (p->t->file_type) {
-    case FT_Q3_K_M: case FT_Q3_K_L: return GGML_TYPE_Q4_K;
+    case FT_Q3_K_M: case FT_Q3_K_L: case FT_IQ3_M: return GGML_TYPE_Q4_K;
     case FT_Q4_K_M: return GGML_TYPE_Q5_K;
     case FT_Q5_K_M: return GGML_TYPE_Q6_K;
     default: return t;
@@ -200,7 +265,10 @@ static uint32_t fit_rows(uint32_t t, uint64_t ne0) {
     case GGML_TYPE_Q4_K: t = GGML_TYPE_Q5_0; break;
     case GGML_TYPE_Q5_K: t = GGML_TYPE_Q5_1; break;
     case GGML_TYPE_Q6_K: t = GGML_TYPE_Q8_0; break;
-    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_IQ4_XS: t = GGML_TYPE_IQ4_NL; break;
+    case GGML_TYPE_Q2_K: case GGML_TYPE_Q3_K: case GGML_TYPE_IQ4_XS: case GGML_TYPE_IQ2_XXS: case GGML_TYPE_IQ2_XS:
+    case GGML_TYPE_IQ2_S: case GGML_TYPE_IQ3_XXS: case GGML_TYPE_IQ3_S: case GGML_TYPE_IQ1_S: case GGML_TYPE_IQ1_M:
+        t = GGML_TYPE_IQ4_NL;
+        break;
     default: return GGML_TYPE_F16;
     }
     return ne0 % blck_of(t) ? GGML_TYPE_F16 : t;
@@ -211,15 +279,21 @@ static uint32_t rule_type(tokd_qplan *p, const char *name, uint64_t ne0) {
     uint32_t t = p->t->base;
     if (!strcmp(name, "output.weight") || (!p->has_output && !strcmp(name, "token_embd.weight")))
         return fit_rows(p->output_type != TOKD_QTYPE_NONE ? p->output_type : output_type(p, ne0), ne0);
-    if (!strcmp(name, "token_embd.weight")) return fit_rows(p->embd_type != TOKD_QTYPE_NONE ? p->embd_type : t, ne0);
+    if (!strcmp(name, "token_embd.weight"))
+        return fit_rows(p->embd_type != TOKD_QTYPE_NONE ? p->embd_type : token_embd_type(p, t), ne0);
     if (p->t->plain) return fit_rows(t, ne0);
+    const uint32_t ft = p->t->file_type;
+    if (low_bit(ft)) return fit_rows(low_bit_type(p, name, t), ne0);
     if (strstr(name, "attn_v.weight")) {
         t = attn_v_type(p, t);
         p->i_attn_v++;
     } else if (strstr(name, "attn_k.weight")) {
         if (p->m.n_expert == 8) t = GGML_TYPE_Q8_0;
+        else if (ft == FT_IQ3_XS) t = GGML_TYPE_IQ3_XXS;
+        else if (ft == FT_IQ3_XXS) t = GGML_TYPE_IQ2_S;
     } else if (strstr(name, "attn_q.weight")) {
-        /* no rule for the types here */
+        if (ft == FT_IQ3_XS) t = GGML_TYPE_IQ3_XXS;
+        else if (ft == FT_IQ3_XXS) t = GGML_TYPE_IQ2_S;
     } else if (strstr(name, "ffn_down")) {
         int layer = p->i_ffn_down++;
         if (p->m.n_expert > 1 && (sscanf(name, "blk.%d.", &layer) != 1 || layer < 0 || layer >= p->m.n_layer))
@@ -229,6 +303,12 @@ static uint32_t rule_type(tokd_qplan *p, const char *name, uint64_t ne0) {
         t = attn_output_type(p, t);
     } else if (strstr(name, "attn_qkv.weight")) {
         t = attn_qkv_type(p, t);
+    } else if (strstr(name, "ffn_gate") || strstr(name, "ffn_up")) {
+        /* IQ3_XS: the middle three quarters of the layers in IQ3_XXS */
+        int *counter = strstr(name, "ffn_gate") ? &p->i_ffn_gate : &p->i_ffn_up;
+        int layer = (*counter)++, n = p->m.n_layer;
+        if (p->m.n_expert > 1 && (sscanf(name, "blk.%d.", &layer) != 1 || layer < 0 || layer >= n)) return TOKD_QTYPE_NO_LAYER;
+        if (ft == FT_IQ3_XS && layer >= n / 8 && layer < 7 * n / 8) t = GGML_TYPE_IQ3_XXS;
     }
     return fit_rows(t, ne0);
 }

@@ -43,7 +43,29 @@
  *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K/IQ4_XS -> IQ4_NL; anything
  *     else, or a fallback that still does not fit, -> F16 (llama.cpp stops with an error
  *     there).
- * Not covered: llama.cpp's importance-matrix types and their rules (IQ1-IQ3, Q2_K_S) and the
+ *
+ * llama.cpp's importance-matrix file types (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, Q2_K_S need a
+ * matrix, as in llama.cpp; IQ3_XXS needs one for its IQ2_S tensors; IQ3_XS, IQ3_S, IQ3_M
+ * do without). Bases: IQ2_S -> IQ2_XS (sic, llama.cpp's), IQ2_M -> IQ2_S, IQ3_XS, IQ3_M ->
+ * IQ3_S, Q2_K_S -> Q2_K, the others their own type.
+ *   - output: Q5_K for IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS (the Q8_0 cases first);
+ *   - token_embd: Q2_K for IQ2_XXS, IQ2_XS; IQ3_S for IQ2_S, IQ2_M, IQ3_XXS;
+ *   - the low-bit types IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M (and IQ1_S, IQ1_M) have rules of
+ *     their own, in place of all the above (no 70B, falcon or 8-expert Q8_0 rule): attn_v
+ *     Q4_K when n_head / n_head_kv >= 4 or 4+ experts, else IQ3_S (IQ2_S, IQ2_M) or Q2_K;
+ *     attn_k Q4_K with 8 experts; ffn_down for the first n/8 counted: IQ3_S (IQ2_S, IQ2_M)
+ *     or Q2_K; attn_output Q5_K with 8 experts, else IQ3_S (IQ2_S, IQ2_M);
+ *   - attn_v: Q2_K_S Q4_K when n_head / n_head_kv >= 4; IQ3_XXS Q4_K when that, else
+ *     IQ3_XXS with a matrix and IQ3_S without; IQ3_XS, IQ3_S Q4_K when that; IQ3_M Q4_K;
+ *   - attn_k and attn_q (not with 8 experts for attn_k): IQ3_XS IQ3_XXS, IQ3_XXS IQ2_S;
+ *   - ffn_down: Q2_K_S Q4_K for i < n/8; IQ3_XXS without a matrix Q4_K for i < n/8, else
+ *     Q3_K; IQ3_M Q4_K for i < n/8 (with 8 experts also where use_more_bits);
+ *   - attn_output: with 8 experts also IQ3_XS, IQ3_XXS, IQ3_S, IQ3_M -> Q5_K; otherwise
+ *     IQ3_XXS IQ3_S, IQ3_M Q4_K; attn_qkv: IQ3_M Q4_K;
+ *   - ffn_gate, ffn_up in layer i of n (counted, or from the name with experts): IQ3_XS
+ *     IQ3_XXS for n/8 <= i < 7n/8;
+ *   - the grid types fall back to IQ4_NL where rows are not a multiple of 256.
+ * Not covered: IQ1_S and IQ1_M (tokd reads them but has no quantiser for them yet) and the
  * size-based model types of architectures other than llama and qwen2 (only 70B matters,
  * and only for attn_v). */
 #ifndef TOKD_QUANT_PLAN_H
@@ -69,6 +91,12 @@ const char *tokd_qtarget_list(void);
 /* The error for a name tokd_qtarget_find does not know: the grid types (IQ1_S ... IQ3_M)
  * are named as read but not written, anything else as unknown, with the list. -1. */
 int tokd_qtarget_unknown(const char *name, tokd_err *err);
+/* Whether llama.cpp refuses the target without an importance matrix (IQ2_XXS, IQ2_XS,
+ * IQ2_S, Q2_K_S, IQ1_S, IQ1_M). */
+bool tokd_qtarget_needs_imatrix(const tokd_qtarget *t);
+/* Whether a whole file of the target can be written without one: not those, nor IQ3_XXS
+ * (whose attn_q and attn_k are IQ2_S). */
+bool tokd_qtarget_writes_without_imatrix(const tokd_qtarget *t);
 /* Whether a GGML type is a quantized one (not F32, F16 or BF16). */
 bool tokd_type_is_quantized(uint32_t type);
 
@@ -96,10 +124,10 @@ int tokd_qmodel_read(const gguf_file *f, tokd_qmodel *m, tokd_err *err);
  *   embd_type (--token-embedding-type): token_embd.weight's type likewise;
  *   has_imatrix (--imatrix): llama.cpp's two rules that depend on it (ffn_down above).
  * The overrides apply to F32/F16/BF16 targets too. */
-typedef struct {
+typedef struct tokd_qplan {
     const tokd_qtarget *t;
     tokd_qmodel m;
-    int n_attn_v, i_attn_v, i_ffn_down;
+    int n_attn_v, i_attn_v, i_ffn_down, i_ffn_gate, i_ffn_up;
     bool has_output, is_70b, is_falcon;
     bool pure;
     bool has_imatrix; /* quantizing with an importance matrix (--imatrix) */
@@ -117,5 +145,9 @@ bool tokd_qplan_converts(const char *name, uint32_t n_dims);
 /* The type of a converted tensor with rows of ne0 elements. Call once per converted
  * tensor, in file order (advances the layer counters). */
 uint32_t tokd_qplan_type(tokd_qplan *p, const char *name, uint64_t ne0);
+/* Whether a tensor of this type, in this plan's file, needs its importance weights (an
+ * entry in the matrix): IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S; IQ1_M but for token_embd and
+ * output; Q2_K in a Q2_K_S file but for token_embd. llama.cpp stops without them. */
+bool tokd_qplan_tensor_needs_imatrix(const tokd_qplan *p, const char *name, uint32_t type);
 
 #endif

@@ -23,14 +23,29 @@ void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n, const
     tt->from_float_w(src, dst, n, qw);
     /* A block whose importance weights are all 0 (columns the calibration never
      * reached): llama.cpp's quantisers write a NaN scale there (Q2_K, Q4_K, Q5_K, IQ4_NL)
-     * or zeros (most others); tokd quantises it as without a matrix. Every quantiser
-     * without weights works block by block, so this rewrites that block alone. */
+     * or zeros (most others); tokd quantises it as without a matrix, or for the grid
+     * types that need one, with equal weights. Every quantiser works super-block by
+     * super-block there, so this rewrites that block alone. */
     for (int64_t b = 0; b < n / tt->blck; b++) {
         const float *w = qw + b * tt->blck;
         bool zero = true;
         for (uint32_t i = 0; i < tt->blck && zero; i++) zero = w[i] == 0;
-        if (zero) tt->from_float(src + b * tt->blck, (uint8_t *)dst + b * tt->bytes, tt->blck);
+        if (!zero) continue;
+        uint8_t *out = (uint8_t *)dst + b * tt->bytes;
+        if (tt->from_float) {
+            tt->from_float(src + b * tt->blck, out, tt->blck);
+        } else {
+            float ones[TOKD_QK_K];
+            for (uint32_t i = 0; i < tt->blck; i++) ones[i] = 1;
+            tt->from_float_w(src + b * tt->blck, out, tt->blck, ones);
+        }
     }
+}
+
+bool tokd_quant_writable(uint32_t type, bool with_weights) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    if (!tt || type == GGML_TYPE_Q8_1 || type == GGML_TYPE_Q8_K) return false;
+    return !tokd_type_is_quantized(type) || tt->from_float || (with_weights && tt->from_float_w);
 }
 
 /* ---- parallel conversion of a chunk of rows --------------------------------------- */
@@ -62,8 +77,9 @@ static void qjob_run(void *arg, int ith, int nth) {
 int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int64_t n_rows, int64_t n_per_row,
                              const tokd_quant_weights *qw, tokd_row_fill_fn fill, void *ctx, tokd_err *err) {
     const tokd_type_traits *tt = tokd_type_get(type);
-    if (!tt || (tokd_type_is_quantized(type) && !tt->from_float))
-        return tokd_seterr(err, "cannot quantise to type %s", ggml_type_name(type));
+    if (!tokd_quant_writable(type, qw && qw->values))
+        return tokd_seterr(err, "cannot quantise to type %s%s", ggml_type_name(type),
+                           tokd_quant_writable(type, true) ? " without an importance matrix" : "");
     if (n_per_row % tt->blck)
         return tokd_seterr(err, "row length %lld is not a multiple of %s's block of %u", (long long)n_per_row, tt->name, tt->blck);
     qjob j = {.type = type, .n_per_row = n_per_row, .row_bytes = tokd_row_bytes(tt, n_per_row), .fill = fill, .ctx = ctx};
@@ -132,7 +148,7 @@ static int override_type(const char *what, const char *name, uint32_t *out, tokd
     for (uint32_t id = 0; id < GGML_TYPE_MAX_ID; id++) {
         const char *tn = ggml_type_name(id);
         const tokd_type_traits *tt = tokd_type_get(id);
-        if (tn && !strcasecmp(tn, name) && tt && tt->from_float && id != GGML_TYPE_Q8_1 && id != GGML_TYPE_Q8_K) {
+        if (tn && !strcasecmp(tn, name) && tt && tokd_quant_writable(id, true)) {
             *out = id;
             return 0;
         }
@@ -179,6 +195,9 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
     if (override_type("--output-tensor-type", opts->output_type, &output_type, err) ||
         override_type("--token-embedding-type", opts->embd_type, &embd_type, err))
         return -1;
+    if (tokd_qtarget_needs_imatrix(target) && !opts->imatrix)
+        return tokd_seterr(err, "%s needs an importance matrix, as in llama.cpp: --imatrix FILE (from llama-imatrix)",
+                           target->name);
     tokd_imatrix *im = NULL;
     if (opts->imatrix && !(im = tokd_imatrix_load(opts->imatrix, err))) return -1;
     gguf_file *f = gguf_open(in, err);
@@ -191,6 +210,7 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
     char **names = tokd_xcalloc(n ? (size_t)n : 1, sizeof(char *));
     gguf_stream_tensor *infos = tokd_xcalloc(n ? (size_t)n : 1, sizeof *infos);
     bool *convert = tokd_xcalloc(n ? (size_t)n : 1, sizeof(bool));
+    tokd_quant_weights *qws = tokd_xcalloc(n ? (size_t)n : 1, sizeof *qws);
     gguf_writer *meta = gguf_writer_new();
     gguf_stream *s = NULL;
     tokd_pool *pool = NULL;
@@ -272,6 +292,17 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
                                 (unsigned long long)t->ne[0], tt->name, tt->blck);
                     goto done;
                 }
+                if (tensor_weights(im, names[i], t, &qws[i], log, err)) goto done;
+                if (!qws[i].values && tokd_qplan_tensor_needs_imatrix(&plan, names[i], want)) {
+                    tokd_seterr(err, "tensor '%s': %s needs importance weights, %s", names[i], ggml_type_name(want),
+                                im ? "and the matrix has none for it" : "as in llama.cpp: --imatrix FILE (from llama-imatrix)");
+                    goto done;
+                }
+                if (!tokd_quant_writable(want, qws[i].values != NULL)) {
+                    tokd_seterr(err, "tensor '%s': tokd cannot write %s%s", names[i], ggml_type_name(want),
+                                tokd_quant_writable(want, true) ? " without importance weights" : " yet");
+                    goto done;
+                }
                 uint64_t elems = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
                 o->type = want;
                 o->nbytes = elems / tt->blck * tt->bytes;
@@ -296,10 +327,8 @@ int tokd_quantize_file_opts(const char *in, const char *out, const char *type_na
         }
         const tokd_type_traits *st = tokd_type_get(t->type);
         src_rows sr = {t->data, tokd_row_bytes(st, (int64_t)t->ne[0]), st};
-        tokd_quant_weights qw;
-        if (tensor_weights(im, names[i], t, &qw, log, err)) goto done;
         if (tokd_quant_stream_tensor(pool, s, infos[i].type, (int64_t)(t->ne[1] * t->ne[2] * t->ne[3]), (int64_t)t->ne[0],
-                                     &qw, fill_from_src, &sr, err)) {
+                                     &qws[i], fill_from_src, &sr, err)) {
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
             tokd_seterr(err, "tensor '%s': %s", names[i], msg);
@@ -324,6 +353,7 @@ done:
     free(order);
     free(infos);
     free(convert);
+    free(qws);
     gguf_close(f);
     tokd_imatrix_free(im);
     return rc;

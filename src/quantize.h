@@ -45,6 +45,9 @@ int tokd_quant_stream_tensor(tokd_pool *pool, gguf_stream *s, uint32_t type, int
  * difference from llama-quantize: a block whose weights are all 0 is quantised as
  * without weights, where llama.cpp writes a NaN scale or zeros. */
 void tokd_quant_row(uint32_t type, const float *src, void *dst, int64_t n, const float *qw);
+/* Whether tokd_quant_row can write `type`: F32/F16/BF16 and the quantized types with a
+ * quantiser; with_weights: also those that need importance weights (IQ2_XXS ...). */
+bool tokd_quant_writable(uint32_t type, bool with_weights);
 
 /* llama-quantize's options (see tokd_qplan for the first three). Type names as
  * ggml_type_name gives them (case-insensitive); NULL: none. */

@@ -169,6 +169,10 @@ int tokd_synth(const tokd_synth_params *p, tokd_err *err) {
     if (!sh) return tokd_seterr(err, "unknown shape '%s' (shapes: %s)", p->shape, tokd_synth_shape_list());
     const tokd_qtarget *target = tokd_qtarget_find(p->type);
     if (!target) return tokd_qtarget_unknown(p->type, err);
+    if (!tokd_qtarget_writes_without_imatrix(target))
+        return tokd_seterr(err, "%s needs an importance matrix, which random weights do not have: synthesise F16 and "
+                                "use tokd quantize --imatrix",
+                           target->name);
 
     char vpath[4096];
     if (p->vocab_path) snprintf(vpath, sizeof vpath, "%s", p->vocab_path);
