@@ -36,7 +36,18 @@ struct tokd_ctx {
     size_t scores_per_thread;
     void *act;
     int32_t *seq_new;  /* per sequence: entries in the current batch */
+    tokd_mm_observer observe; /* NULL but for importance-matrix collection */
+    void *observe_ud;
 };
+
+void tokd_ctx_set_observer(tokd_ctx *c, tokd_mm_observer fn, void *ud) {
+    c->observe = fn;
+    c->observe_ud = ud;
+}
+#define OBSERVE(layer, which, x, n, K) \
+    do { \
+        if (c->observe) c->observe(c->observe_ud, layer, which, x, n, K); \
+    } while (0)
 
 void tokd_ctx_params_default(tokd_ctx_params *p) {
     p->n_ctx = 0;
@@ -309,6 +320,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             const tokd_matrix *W3[3] = {&L->wq, &L->wk, &L->wv};
             float *Y3[3] = {c->q, c->k, c->v};
             const int64_t ld3[3] = {qd, kvd, kvd};
+            OBSERVE(l, TOKD_MM_ATTN_IN, c->xb, n, E);
             tokd_profile_enter(TOKD_STAGE_QKV);
             tokd_matmul_n(pool, 3, W3, c->xb, E, n, Y3, ld3, c->act);
             tokd_profile_enter(TOKD_STAGE_OTHER);
@@ -334,6 +346,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         tokd_pool_run(pool, attention_task, &aj);
         tokd_profile_enter(TOKD_STAGE_OTHER);
         announce(pool, n, &L->w_gate, &L->w_up, NULL);
+        OBSERVE(l, TOKD_MM_ATTN_OUT, c->att, n, qd);
         tokd_profile_enter(TOKD_STAGE_O);
         tokd_matmul(pool, &L->wo, c->att, qd, n, c->xb, E, c->act);
         tokd_profile_enter(TOKD_STAGE_OTHER);
@@ -341,11 +354,13 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
 
         rmsnorm_rows(pool, c->xb, c->x, L->ffn_norm, n, E, hp->norm_eps);
         announce(pool, n, &L->w_down, NULL, NULL);
+        OBSERVE(l, TOKD_MM_FFN_IN, c->xb, n, E);
         tokd_profile_enter(TOKD_STAGE_FFN_UP);
         tokd_matmul_pair(pool, &L->w_gate, &L->w_up, c->xb, E, n, c->hg, c->hu, F, tokd_swiglu_cols, c->act);
         tokd_profile_enter(TOKD_STAGE_OTHER);
         if (l + 1 < hp->n_layer) announce(pool, n, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
         else announce(pool, n, &m->output, NULL, NULL);
+        OBSERVE(l, TOKD_MM_FFN_DOWN_IN, c->hg, n, F);
         tokd_profile_enter(TOKD_STAGE_FFN_DOWN);
         tokd_matmul(pool, &L->w_down, c->hg, F, n, c->xb, E, c->act);
         tokd_profile_enter(TOKD_STAGE_OTHER);
@@ -358,6 +373,7 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++)
         if (e[i].logits) tokd_rmsnorm(c->xb + (size_t)n_out++ * E, c->x + (size_t)i * E, m->output_norm, E, hp->norm_eps);
+    if (n_out > 0) OBSERVE(-1, TOKD_MM_OUTPUT_IN, c->xb, n_out, E);
     tokd_profile_enter(TOKD_STAGE_LOGITS);
     if (n_out > 0) tokd_matmul(pool, &m->output, c->xb, E, n_out, logits, hp->n_vocab, c->act);
     tokd_profile_end_pass();

@@ -53,4 +53,21 @@ int32_t tokd_ctx_n_ctx(const tokd_ctx *c);
 int32_t tokd_ctx_n_batch(const tokd_ctx *c);
 tokd_pool *tokd_ctx_pool(tokd_ctx *c); /* the context's thread pool */
 
+/* The inputs of a layer's matrix products, for an observer (importance matrices,
+ * imatrix_collect.h): the normed attention input (attn_q, attn_k, attn_v read it), the
+ * attention output (attn_output), the normed FFN input (ffn_gate, ffn_up), the SwiGLU
+ * product (ffn_down), and the final normed rows (output; layer -1). */
+typedef enum {
+    TOKD_MM_ATTN_IN,
+    TOKD_MM_ATTN_OUT,
+    TOKD_MM_FFN_IN,
+    TOKD_MM_FFN_DOWN_IN,
+    TOKD_MM_OUTPUT_IN,
+} tokd_mm_input;
+/* Called on the calling thread before each product with its n rows of K activations
+ * (row i at x + i*K), in the order the forward pass runs them. */
+typedef void (*tokd_mm_observer)(void *ud, int32_t layer, tokd_mm_input which, const float *x, int32_t n, int64_t K);
+/* Set (or, with NULL, remove) the context's observer. */
+void tokd_ctx_set_observer(tokd_ctx *c, tokd_mm_observer fn, void *ud);
+
 #endif

@@ -17,6 +17,11 @@
  *     converted matrices is below the unweighted quantiser's;
  *   - a block whose weights are all 0 is quantised as without weights (llama.cpp writes
  *     NaN scales there), the others as with;
+ *   - computing a matrix (imatrix_collect.c) over a short story on tiny-llama: chunks and
+ *     tokens counted, 7 entries a layer sorted by name (and output.weight only when
+ *     asked), layer 0's attention-input entries equal to the mean squares of the normed
+ *     embeddings computed directly, the written file read back bit for bit, and the
+ *     quantiser taking it;
  *   - errors: an entry of the wrong size (refused, except for token_embd), a missing
  *     file, a bad file; nothing written. */
 #include <math.h>
@@ -26,6 +31,9 @@
 
 #include "gguf.h"
 #include "imatrix.h"
+#include "imatrix_collect.h"
+#include "tokenizer.h"
+#include "vecmath.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "quant_plan.h"
@@ -488,6 +496,94 @@ static void check_rules(void) {
         }
 }
 
+/* ---- computing a matrix (imatrix_collect.c) ------------------------------------------ */
+
+static void check_collect(const char *src) {
+    tokd_err err;
+    tokd_model *m = tokd_model_load(src, &err);
+    CHECK(m != NULL, "load %s: %s", src, m ? "" : err.msg);
+    if (!m) return;
+    const char *text = "Once upon a time there was a little robot who loved to count the stars. Every night it "
+                       "climbed the hill behind the old mill and counted, one by one, until the sun came up. "
+                       "One morning a bird asked it why, and the robot said that someone had to remember them all. "
+                       "The bird laughed, and then it stayed, and the two of them counted together ever after.";
+    const tokd_imatrix_params p = {32, 16, 0, 2};
+    tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, false);
+    int chunks = tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, &err);
+    int32_t *toks = NULL;
+    size_t n_toks = 0;
+    CHECK(tokd_tokenize(m->tok, text, strlen(text), true, false, &toks, &n_toks, &err) == 0, "tokenize");
+    CHECK(chunks == (int)(n_toks / 32) && chunks >= 2, "%d chunks of 32 from %zu tokens", chunks, n_toks);
+    CHECK(tokd_imatrix_collector_tokens(c) == (int64_t)chunks * 32, "%lld tokens seen",
+          (long long)tokd_imatrix_collector_tokens(c));
+    tokd_imatrix *im = tokd_imatrix_collector_result(c, "story.txt", chunks);
+    const int L = m->hp.n_layer, E = m->hp.n_embd;
+    CHECK(im->n_entries == (size_t)(7 * L) && !tokd_imatrix_find(im, "output.weight"), "%zu entries, 7 a layer, no output",
+          im->n_entries);
+    bool sorted = true;
+    for (size_t i = 1; i < im->n_entries; i++) sorted &= strcmp(im->entries[i - 1].name, im->entries[i].name) < 0;
+    CHECK(sorted, "entries sorted by name");
+    /* layer 0's attention input is the normed embedding: its mean squares, directly */
+    double *want = calloc((size_t)E, sizeof(double));
+    float *row = malloc(sizeof(float) * (size_t)E), *normed = malloc(sizeof(float) * (size_t)E);
+    const int32_t bos = tokd_token_bos(m->tok);
+    for (int k = 0; k < chunks; k++)
+        for (int i = 0; i < 32; i++) {
+            int32_t t = i == 0 && toks[0] == bos ? bos : toks[k * 32 + i];
+            m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)t * m->tok_embd.row_bytes, row, E);
+            tokd_rmsnorm(normed, row, m->layers[0].attn_norm, E, m->hp.norm_eps);
+            for (int j = 0; j < E; j++) want[j] += (double)normed[j] * normed[j];
+        }
+    double worst = 0;
+    const char *qkv[3] = {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"};
+    for (int w = 0; w < 3; w++) {
+        const tokd_imatrix_entry *e = tokd_imatrix_find(im, qkv[w]);
+        CHECK(e && e->n == E, "%s: %d values", qkv[w], E);
+        for (int j = 0; e && j < E; j++) {
+            double mean = want[j] / (chunks * 32), r = fabs(e->values[j] - mean) / (mean > 1e-30 ? mean : 1e-30);
+            if (r > worst) worst = r;
+        }
+    }
+    CHECK(worst < 1e-5, "layer 0's attention input: mean squares within %.2g of the direct sum", worst);
+    const tokd_imatrix_entry *down = tokd_imatrix_find(im, "blk.0.ffn_down.weight");
+    CHECK(down && down->n == m->hp.n_ff, "ffn_down's entry has the FFN's width");
+    /* the file gives back the same values; the quantiser takes it */
+    CHECK(tokd_imatrix_collector_write(c, "computed.imatrix", "story.txt", chunks, &err) == 0, "write: %s", err.msg);
+    tokd_imatrix *back = tokd_imatrix_load("computed.imatrix", &err);
+    bool same = back && back->n_entries == im->n_entries && back->chunks == chunks && !strcmp(back->dataset, "story.txt");
+    for (size_t i = 0; same && i < im->n_entries; i++)
+        same = !strcmp(back->entries[i].name, im->entries[i].name) && back->entries[i].n == im->entries[i].n &&
+               !memcmp(back->entries[i].values, im->entries[i].values, sizeof(float) * (size_t)im->entries[i].n);
+    CHECK(same, "the written file reads back as the collector's result");
+    const tokd_quantize_opts with = {.imatrix = "computed.imatrix"};
+    CHECK(tokd_quantize_file_opts(src, "computed-Q4_K_M.gguf", "Q4_K_M", &with, 2, NULL, &err) == 0 &&
+              !same_tensors("computed-Q4_K_M.gguf", "plain-Q4_K_M.gguf"),
+          "quantized with the computed matrix: %s", err.msg);
+    tokd_imatrix_free(back);
+    tokd_imatrix_free(im);
+    tokd_imatrix_collector_free(c);
+    /* with the output (tiny-llama's is not tied) */
+    c = tokd_imatrix_collector_new(m, true);
+    CHECK(tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, &err) == chunks, "again, with the output");
+    im = tokd_imatrix_collector_result(c, "", chunks);
+    const tokd_imatrix_entry *out = tokd_imatrix_find(im, "output.weight");
+    CHECK(im->n_entries == (size_t)(7 * L + 1) && out && out->n == E, "--process-output adds output.weight");
+    tokd_imatrix_free(im);
+    tokd_imatrix_collector_free(c);
+    /* a text shorter than a chunk */
+    c = tokd_imatrix_collector_new(m, false);
+    CHECK(tokd_imatrix_compute(m, "Too short.", 10, &p, c, NULL, &err) < 0 && strstr(err.msg, "fewer than one chunk"),
+          "short text refused: %s", err.msg);
+    CHECK(tokd_imatrix_collector_write(c, "empty.imatrix", "", 0, &err) != 0 && access("empty.imatrix", F_OK) != 0,
+          "nothing collected, nothing written");
+    tokd_imatrix_collector_free(c);
+    free(want);
+    free(row);
+    free(normed);
+    free(toks);
+    tokd_model_free(m);
+}
+
 int main(void) {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(tmpdir, sizeof tmpdir, "%s/tokd-test-imatrix-%d", base, (int)getpid());
@@ -503,6 +599,8 @@ int main(void) {
     snprintf(rel, sizeof rel, "%s/models/tiny-llama-f32.gguf", t_shared());
     CHECK(realpath(rel, src) != NULL, "find %s", rel); /* check_quantize works in tmpdir */
     check_quantize(src);
+    CHECK(chdir(tmpdir) == 0, "chdir %s", tmpdir);
+    check_collect(src);
     if (!t_failed) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         CHECK(system(cmd) == 0, "cleanup");

@@ -15,6 +15,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_bench_serve(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 

@@ -1,0 +1,204 @@
+/* imatrix_collect.c — see imatrix_collect.h. */
+#include "imatrix_collect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+#include "util.h"
+
+/* One product input: the sums of squares of its K columns over every row seen. */
+typedef struct {
+    double *sum;
+    int64_t K, rows;
+    int32_t calls;
+} input_stat;
+
+/* An entry of the file: a weight name and the input it reads. */
+typedef struct {
+    char name[64];
+    const input_stat *in;
+} named_entry;
+
+#define N_INPUTS 4 /* per layer: TOKD_MM_ATTN_IN .. TOKD_MM_FFN_DOWN_IN */
+
+struct tokd_imatrix_collector {
+    int32_t n_layer;
+    input_stat *inputs; /* n_layer x N_INPUTS, then the output's */
+    bool process_output;
+};
+
+tokd_imatrix_collector *tokd_imatrix_collector_new(const tokd_model *m, bool process_output) {
+    tokd_imatrix_collector *c = tokd_xcalloc(1, sizeof *c);
+    c->n_layer = m->hp.n_layer;
+    c->process_output = process_output && !m->tied_output;
+    c->inputs = tokd_xcalloc((size_t)c->n_layer * N_INPUTS + 1, sizeof *c->inputs);
+    return c;
+}
+
+void tokd_imatrix_collector_free(tokd_imatrix_collector *c) {
+    if (!c) return;
+    for (int32_t i = 0; i < c->n_layer * N_INPUTS + 1; i++) free(c->inputs[i].sum);
+    free(c->inputs);
+    free(c);
+}
+
+static input_stat *stat_of(tokd_imatrix_collector *c, int32_t layer, tokd_mm_input which) {
+    if (which == TOKD_MM_OUTPUT_IN) return c->process_output ? &c->inputs[c->n_layer * N_INPUTS] : NULL;
+    if (layer < 0 || layer >= c->n_layer || (int)which >= N_INPUTS) return NULL;
+    return &c->inputs[layer * N_INPUTS + (int)which];
+}
+
+void tokd_imatrix_observe(void *collector, int32_t layer, tokd_mm_input which, const float *x, int32_t n, int64_t K) {
+    input_stat *s = stat_of(collector, layer, which);
+    if (!s || n <= 0) return;
+    if (!s->sum) {
+        s->sum = tokd_xcalloc((size_t)K, sizeof(double));
+        s->K = K;
+    }
+    if (s->K != K) return; /* cannot happen: one model, fixed shapes */
+    for (int32_t i = 0; i < n; i++) {
+        const float *r = x + (size_t)i * (size_t)K;
+        for (int64_t j = 0; j < K; j++) s->sum[j] += (double)r[j] * (double)r[j];
+    }
+    s->rows += n;
+    s->calls++;
+}
+
+int64_t tokd_imatrix_collector_tokens(const tokd_imatrix_collector *c) {
+    return c->n_layer > 0 ? c->inputs[0].rows : 0;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    return strcmp(((const named_entry *)a)->name, ((const named_entry *)b)->name);
+}
+
+/* The file's entries, sorted by name; *n_out of them (inputs never seen are left out). */
+static named_entry *entries_of(const tokd_imatrix_collector *c, size_t *n_out) {
+    static const char *const names[N_INPUTS][3] = {
+        {"attn_q", "attn_k", "attn_v"}, {"attn_output", NULL, NULL}, {"ffn_gate", "ffn_up", NULL}, {"ffn_down", NULL, NULL}};
+    named_entry *e = tokd_xcalloc((size_t)c->n_layer * 7 + 1, sizeof *e); /* 7 weights a layer */
+    size_t n = 0;
+    for (int32_t l = 0; l < c->n_layer; l++)
+        for (int w = 0; w < N_INPUTS; w++) {
+            const input_stat *s = &c->inputs[l * N_INPUTS + w];
+            if (!s->rows) continue;
+            for (int k = 0; k < 3 && names[w][k]; k++) {
+                snprintf(e[n].name, sizeof e[n].name, "blk.%d.%s.weight", (int)l, names[w][k]);
+                e[n++].in = s;
+            }
+        }
+    const input_stat *o = &c->inputs[c->n_layer * N_INPUTS];
+    if (o->rows) {
+        snprintf(e[n].name, sizeof e[n].name, "output.weight");
+        e[n++].in = o;
+    }
+    qsort(e, n, sizeof *e, cmp_entry);
+    *n_out = n;
+    return e;
+}
+
+/* Column j's value as the file stores it: the mean square times the call count. */
+static float stored_value(const input_stat *s, int64_t j) { return (float)(s->sum[j] / (double)s->rows) * (float)s->calls; }
+
+tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, const char *dataset, int chunks) {
+    size_t n;
+    named_entry *e = entries_of(c, &n);
+    tokd_imatrix *im = tokd_xcalloc(1, sizeof *im);
+    im->entries = tokd_xcalloc(n ? n : 1, sizeof *im->entries);
+    for (size_t i = 0; i < n; i++) {
+        tokd_imatrix_entry *d = &im->entries[im->n_entries++];
+        d->name = tokd_xmalloc(strlen(e[i].name) + 1);
+        strcpy(d->name, e[i].name);
+        d->n = e[i].in->K;
+        d->values = tokd_xmalloc((size_t)d->n * sizeof(float));
+        for (int64_t j = 0; j < d->n; j++) d->values[j] = stored_value(e[i].in, j) / (float)e[i].in->calls;
+    }
+    im->dataset = tokd_xmalloc(strlen(dataset ? dataset : "") + 1);
+    strcpy(im->dataset, dataset ? dataset : "");
+    im->chunks = chunks;
+    free(e);
+    return im;
+}
+
+static bool put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
+
+int tokd_imatrix_collector_write(const tokd_imatrix_collector *c, const char *path, const char *dataset, int chunks,
+                                 tokd_err *err) {
+    size_t n;
+    named_entry *e = entries_of(c, &n);
+    if (!n) {
+        free(e);
+        return tokd_seterr(err, "nothing was collected");
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(e);
+        return tokd_seterr(err, "cannot create '%s'", path);
+    }
+    const int32_t n_entries = (int32_t)n;
+    bool ok = put(f, &n_entries, 4);
+    float *tmp = NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        const input_stat *s = e[i].in;
+        const int32_t len = (int32_t)strlen(e[i].name), calls = s->calls, nval = (int32_t)s->K;
+        tmp = tokd_xrealloc(tmp, (size_t)nval * sizeof(float));
+        for (int32_t j = 0; j < nval; j++) tmp[j] = stored_value(s, j);
+        ok = put(f, &len, 4) && put(f, e[i].name, (size_t)len) && put(f, &calls, 4) && put(f, &nval, 4) &&
+             put(f, tmp, (size_t)nval * sizeof(float));
+    }
+    const int32_t chunks32 = chunks, dlen = (int32_t)strlen(dataset ? dataset : "");
+    ok = ok && put(f, &chunks32, 4) && put(f, &dlen, 4) && put(f, dataset ? dataset : "", (size_t)dlen);
+    ok = (fclose(f) == 0) && ok;
+    free(tmp);
+    free(e);
+    if (!ok) {
+        remove(path);
+        return tokd_seterr(err, "cannot write '%s'", path);
+    }
+    return 0;
+}
+
+int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
+                         tokd_imatrix_collector *c, FILE *log, tokd_err *err) {
+    if (p->n_ctx < 16) return tokd_seterr(err, "chunks of %d tokens: at least 16 are needed", (int)p->n_ctx);
+    int32_t *toks = NULL;
+    size_t n_toks = 0;
+    if (tokd_tokenize(m->tok, text, len, true, false, &toks, &n_toks, err)) return -1;
+    int64_t n_chunks = (int64_t)n_toks / p->n_ctx;
+    if (p->n_chunks > 0 && p->n_chunks < n_chunks) n_chunks = p->n_chunks;
+    if (n_chunks < 1) {
+        free(toks);
+        return tokd_seterr(err, "the text has %zu tokens, fewer than one chunk of %d", n_toks, (int)p->n_ctx);
+    }
+    const int32_t bos = tokd_token_bos(m->tok);
+    const bool add_bos = bos >= 0 && n_toks > 0 && toks[0] == bos;
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = p->n_ctx;
+    cp.n_batch = p->n_batch > 0 && p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx;
+    cp.n_threads = p->n_threads;
+    tokd_ctx *ctx = tokd_ctx_new(m, &cp, err);
+    tokd_batch_entry *batch = tokd_xmalloc((size_t)cp.n_batch * sizeof *batch);
+    /* the output's input is seen only for rows whose logits are computed */
+    float *logits = c->process_output ? tokd_xmalloc((size_t)cp.n_batch * (size_t)m->hp.n_vocab * sizeof(float)) : NULL;
+    int rc = ctx ? 0 : -1;
+    if (ctx) tokd_ctx_set_observer(ctx, tokd_imatrix_observe, c);
+    for (int64_t k = 0; k < n_chunks && !rc; k++) {
+        const int32_t *chunk = toks + k * p->n_ctx;
+        tokd_seq_truncate(ctx, 0, 0);
+        for (int32_t b0 = 0; b0 < p->n_ctx && !rc; b0 += cp.n_batch) {
+            const int32_t nb = p->n_ctx - b0 < cp.n_batch ? p->n_ctx - b0 : cp.n_batch;
+            for (int32_t i = 0; i < nb; i++)
+                batch[i] = (tokd_batch_entry){b0 + i == 0 && add_bos ? bos : chunk[b0 + i], b0 + i, 0, logits != NULL};
+            rc = tokd_forward(ctx, batch, nb, logits, err);
+        }
+        if (log && !rc) fprintf(log, "tokd imatrix: chunk %lld of %lld\n", (long long)k + 1, (long long)n_chunks);
+    }
+    free(batch);
+    free(logits);
+    tokd_ctx_free(ctx);
+    free(toks);
+    return rc ? -1 : (int)n_chunks;
+}

@@ -1,0 +1,51 @@
+/* imatrix_collect.h — computing an importance matrix (`tokd imatrix`): run a model over a
+ * calibration text and, for every weight matrix, accumulate the square of each input
+ * column's activation over all tokens. The mean square per column is what
+ * `tokd quantize --imatrix` (and llama-quantize) weigh each column's rounding error by.
+ *
+ * The collector is a forward-pass observer (model.h: tokd_ctx_set_observer): it sees the
+ * four inputs of each layer's products once each (the attention input serves attn_q,
+ * attn_k and attn_v; the FFN input ffn_gate and ffn_up) and, with process_output, the
+ * output's. Sums are kept in double. The file it writes is llama-imatrix's legacy format
+ * (imatrix.h), entries sorted by name, each value the mean
+ * square times the entry's call count (the reader divides by it), so both tokd and
+ * llama-quantize read it. As llama-imatrix by default, the output matrix is left out
+ * unless process_output (and a tied output, whose matrix is the token embedding, always:
+ * llama-imatrix records only blk.* and output.weight). */
+#ifndef TOKD_IMATRIX_COLLECT_H
+#define TOKD_IMATRIX_COLLECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "imatrix.h"
+#include "model.h"
+
+typedef struct tokd_imatrix_collector tokd_imatrix_collector;
+
+tokd_imatrix_collector *tokd_imatrix_collector_new(const tokd_model *m, bool process_output);
+void tokd_imatrix_collector_free(tokd_imatrix_collector *c);
+/* The observer to install with tokd_ctx_set_observer(ctx, tokd_imatrix_observe, collector). */
+void tokd_imatrix_observe(void *collector, int32_t layer, tokd_mm_input which, const float *x, int32_t n, int64_t K);
+/* Tokens seen so far (rows of the attention input summed over layers / n_layer). */
+int64_t tokd_imatrix_collector_tokens(const tokd_imatrix_collector *c);
+/* What has been collected, as the reader would give it back from a file (the mean
+ * squares; dataset and chunks recorded as given). */
+tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, const char *dataset, int chunks);
+/* Write the legacy file; -1 with err set when it cannot be written. */
+int tokd_imatrix_collector_write(const tokd_imatrix_collector *c, const char *path, const char *dataset, int chunks,
+                                 tokd_err *err);
+
+/* Run the model over text, chunk by chunk as llama-imatrix does: the text tokenized
+ * once (with the model's BOS), cut into chunks of n_ctx tokens, each chunk's first token
+ * made BOS where the model adds one, each evaluated from an empty cache in batches of at
+ * most n_batch. n_chunks <= 0: all whole chunks. Progress lines to log (or NULL).
+ * Returns the number of chunks run, or -1 with err set (a text shorter than one chunk). */
+typedef struct {
+    int32_t n_ctx, n_batch, n_chunks, n_threads;
+} tokd_imatrix_params;
+int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
+                         tokd_imatrix_collector *c, FILE *log, tokd_err *err);
+
+#endif
