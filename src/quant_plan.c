@@ -34,7 +34,8 @@ static const tokd_qtarget targets[] = {
     {"IQ2_XS", GGML_TYPE_IQ2_XS, FT_IQ2_XS, false}, {"IQ2_S", GGML_TYPE_IQ2_XS, FT_IQ2_S, false},
     {"IQ2_M", GGML_TYPE_IQ2_S, FT_IQ2_M, false},    {"IQ3_XXS", GGML_TYPE_IQ3_XXS, FT_IQ3_XXS, false},
     {"IQ3_XS", GGML_TYPE_IQ3_S, FT_IQ3_XS, false},  {"IQ3_S", GGML_TYPE_IQ3_S, FT_IQ3_S, false},
-    {"IQ3_M", GGML_TYPE_IQ3_S, FT_IQ3_M, false},
+    {"IQ3_M", GGML_TYPE_IQ3_S, FT_IQ3_M, false},    {"IQ1_S", GGML_TYPE_IQ1_S, FT_IQ1_S, false},
+    {"IQ1_M", GGML_TYPE_IQ1_M, FT_IQ1_M, false},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -46,16 +47,11 @@ const tokd_qtarget *tokd_qtarget_find(const char *name) {
 
 const char *tokd_qtarget_list(void) {
     return "F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K Q2_K_M Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M "
-           "Q5_K_S Q5_K_M IQ4_NL IQ4_XS; with --imatrix also Q2_K_S IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS (IQ3_XS IQ3_S "
-           "IQ3_M with or without)";
+           "Q5_K_S Q5_K_M IQ4_NL IQ4_XS; with --imatrix also Q2_K_S IQ1_S IQ1_M IQ2_XXS IQ2_XS IQ2_S IQ2_M IQ3_XXS "
+           "(IQ3_XS IQ3_S IQ3_M with or without)";
 }
 
 int tokd_qtarget_unknown(const char *name, tokd_err *err) {
-    static const char *const read_only[] = {"IQ1_S", "IQ1_M"};
-    for (size_t i = 0; i < sizeof read_only / sizeof read_only[0]; i++)
-        if (!strcasecmp(name, read_only[i]))
-            return tokd_seterr(err, "tokd reads %s files but does not write them yet; types tokd writes: %s",
-                               read_only[i], tokd_qtarget_list());
     return tokd_seterr(err, "unknown type '%s' (supported: %s)", name, tokd_qtarget_list());
 }
 

@@ -44,8 +44,8 @@
  *     else, or a fallback that still does not fit, -> F16 (llama.cpp stops with an error
  *     there).
  *
- * llama.cpp's importance-matrix file types (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, Q2_K_S need a
- * matrix, as in llama.cpp; IQ3_XXS needs one for its IQ2_S tensors; IQ3_XS, IQ3_S, IQ3_M
+ * llama.cpp's importance-matrix file types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M,
+ * Q2_K_S need a matrix, as in llama.cpp (IQ2_M for its IQ2_S tensors); IQ3_XXS needs one for its IQ2_S tensors; IQ3_XS, IQ3_S, IQ3_M
  * do without). Bases: IQ2_S -> IQ2_XS (sic, llama.cpp's), IQ2_M -> IQ2_S, IQ3_XS, IQ3_M ->
  * IQ3_S, Q2_K_S -> Q2_K, the others their own type.
  *   - output: Q5_K for IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS (the Q8_0 cases first);
@@ -65,8 +65,7 @@
  *   - ffn_gate, ffn_up in layer i of n (counted, or from the name with experts): IQ3_XS
  *     IQ3_XXS for n/8 <= i < 7n/8;
  *   - the grid types fall back to IQ4_NL where rows are not a multiple of 256.
- * Not covered: IQ1_S and IQ1_M (tokd reads them but has no quantiser for them yet) and the
- * size-based model types of architectures other than llama and qwen2 (only 70B matters,
+ * Not covered: the size-based model types of architectures other than llama and qwen2 (only 70B matters,
  * and only for attn_v). */
 #ifndef TOKD_QUANT_PLAN_H
 #define TOKD_QUANT_PLAN_H
@@ -88,8 +87,7 @@ typedef struct {
 const tokd_qtarget *tokd_qtarget_find(const char *name);
 /* "F32 F16 BF16 Q8_0 ..." — for error messages and usage lines. */
 const char *tokd_qtarget_list(void);
-/* The error for a name tokd_qtarget_find does not know: the grid types (IQ1_S ... IQ3_M)
- * are named as read but not written, anything else as unknown, with the list. -1. */
+/* The error for a name tokd_qtarget_find does not know, with the list. -1. */
 int tokd_qtarget_unknown(const char *name, tokd_err *err);
 /* Whether llama.cpp refuses the target without an importance matrix (IQ2_XXS, IQ2_XS,
  * IQ2_S, Q2_K_S, IQ1_S, IQ1_M). */

@@ -9,7 +9,7 @@
  *   - quantizing ../shared/models/tiny-llama-f32.gguf with an importance matrix made
  *     here (deterministic values over four decades, some exact zeros, ncall 7) gives,
  *     for each target (llama.cpp's 16 K and legacy file types, and its importance-matrix
- *     types Q2_K_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M), the file
+ *     types Q2_K_S, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS, IQ3_S, IQ3_M), the file
  *     llama-quantize --imatrix writes with the same matrix (llama.cpp c392e5094: its size
  *     and FNV-1a hash), a file different from the one without (the types that need a
  *     matrix are refused without one), with the quantize.imatrix.* metadata; a GGUF matrix with the same values
@@ -342,6 +342,7 @@ static const lc_file LC_FILES[] = {
     {"IQ4_NL", 830112, 0x0bed91346af1a680ull},
     {"IQ4_XS", 792224, 0x3a1e9176ce1f8729ull},
     {"Q2_K_S", 541856, 0xb4587dc61610360eull}, {"IQ2_XXS", 448416, 0x699ba4c0db676381ull}, {"IQ2_XS", 482208, 0xe6465af324f8cc38ull}, {"IQ2_S", 513952, 0xa4eb0f22c29698f6ull}, {"IQ2_M", 543648, 0x22e24ebe8eef0c9aull},
+    {"IQ1_S", 389024, 0x05407e7c360bbd84ull}, {"IQ1_M", 411296, 0x33f999aa226c2022ull},
     {"IQ3_XXS", 592800, 0x998a01a5cd5087c2ull}, {"IQ3_XS", 645024, 0x2ccc05d109eec707ull}, {"IQ3_S", 664992, 0xfbfcba26ed5629dfull}, {"IQ3_M", 682400, 0xe083a3b9cbcc246eull},
 };
 
@@ -365,7 +366,7 @@ static void check_quantize(const char *src) {
         int rc = tokd_quantize_file_opts(src, a, ty, &with, 2, NULL, &err);
         CHECK(rc == 0, "%s with an imatrix: %s", ty, rc ? err.msg : "");
         /* llama.cpp makes these only with a matrix (IQ3_XXS for its IQ2_S tensors) */
-        const bool needs = !strncmp(ty, "IQ2_", 4) || !strcmp(ty, "Q2_K_S") || !strcmp(ty, "IQ3_XXS");
+        const bool needs = !strncmp(ty, "IQ2_", 4) || !strncmp(ty, "IQ1_", 4) || !strcmp(ty, "Q2_K_S") || !strcmp(ty, "IQ3_XXS");
         rc = tokd_quantize_file(src, b, ty, 2, NULL, &err);
         CHECK(needs ? rc != 0 && strstr(err.msg, "--imatrix") && access(b, F_OK) != 0 : rc == 0, "%s without: %s", ty,
               rc ? err.msg : "written");

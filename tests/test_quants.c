@@ -1027,9 +1027,8 @@ static void test_iq_types(void) {
     };
     for (size_t i = 0; i < sizeof KAT / sizeof KAT[0]; i++) {
         const tokd_type_traits *t = tokd_type_get(KAT[i].id);
-        const bool iq1 = KAT[i].id == GGML_TYPE_IQ1_S || KAT[i].id == GGML_TYPE_IQ1_M;
-        CHECK(t && t->vec_dot_type == GGML_TYPE_Q8_K && (t->from_float_w == NULL) == iq1,
-              "type %u: Q8_K-activated, %s", KAT[i].id, iq1 ? "no quantiser" : "a quantiser with importance weights");
+        CHECK(t && t->vec_dot_type == GGML_TYPE_Q8_K && t->from_float_w != NULL,
+              "type %u: Q8_K-activated, a quantiser with importance weights", KAT[i].id);
         if (!t) continue;
         uint8_t blocks[16 * 110];
         float out[16 * 256];

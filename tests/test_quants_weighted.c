@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "kernels/quantize_iq1.h"
 #include "kernels/quantize_iq2.h"
 #include "kernels/quantize_iq3.h"
 #include "kernels/quants.h"
@@ -288,11 +289,13 @@ static void test_weighted_error(void) {
 
 /* ---- (c) the table ---- */
 
-/* the grid types' quantisers (quantize_iq2.c, quantize_iq3.c; their own tests) */
+/* the grid types' quantisers (quantize_iq1.c, quantize_iq2.c, quantize_iq3.c; their own tests) */
 static const struct {
     uint32_t id;
     wquant_fn fn;
 } GRID_W[] = {
+    {GGML_TYPE_IQ1_S, tokd_iq1_s_from_float_w},
+    {GGML_TYPE_IQ1_M, tokd_iq1_m_from_float_w},
     {GGML_TYPE_IQ2_XXS, tokd_iq2_xxs_from_float_w},
     {GGML_TYPE_IQ2_XS, tokd_iq2_xs_from_float_w},
     {GGML_TYPE_IQ2_S, tokd_iq2_s_from_float_w},

@@ -17,6 +17,7 @@
 #include "kernels/f32_rows.h"
 #include "kernels/iq_grids.h"
 #include "kernels/quants.h"
+#include "kernels/quantize_iq1.h"
 #include "kernels/quantize_iq2.h"
 #include "kernels/quantize_iq3.h"
 #include "util.h"
@@ -96,7 +97,7 @@ static tokd_type_traits table[] = {
            tokd_iq4_nl_from_float_w),
     QROW_W(GGML_TYPE_IQ4_XS, "IQ4_XS", 256, tokd_block_iq4_xs, GGML_TYPE_Q8_K, tokd_iq4_xs_to_float, tokd_iq4_xs_from_float, tokd_iq4_xs_dot_ref,
            tokd_iq4_xs_from_float_w),
-    /* the grid types: IQ2_XXS and IQ2_XS only with importance weights, as in llama.cpp */
+    /* the grid types: IQ1_*, IQ2_XXS and IQ2_XS only with importance weights, as in llama.cpp */
     QROW_W(GGML_TYPE_IQ2_XXS, "IQ2_XXS", 256, tokd_block_iq2_xxs, GGML_TYPE_Q8_K, tokd_iq2_xxs_to_float, NULL,
            tokd_iq2_xxs_dot_ref, tokd_iq2_xxs_from_float_w),
     QROW_W(GGML_TYPE_IQ2_XS, "IQ2_XS", 256, tokd_block_iq2_xs, GGML_TYPE_Q8_K, tokd_iq2_xs_to_float, NULL, tokd_iq2_xs_dot_ref,
@@ -107,8 +108,10 @@ static tokd_type_traits table[] = {
            tokd_iq3_xxs_dot_ref, tokd_iq3_xxs_from_float_w),
     QROW_W(GGML_TYPE_IQ3_S, "IQ3_S", 256, tokd_block_iq3_s, GGML_TYPE_Q8_K, tokd_iq3_s_to_float, tokd_iq3_s_from_float,
            tokd_iq3_s_dot_ref, tokd_iq3_s_from_float_w),
-    QROW(GGML_TYPE_IQ1_S, "IQ1_S", 256, tokd_block_iq1_s, GGML_TYPE_Q8_K, tokd_iq1_s_to_float, NULL, tokd_iq1_s_dot_ref),
-    QROW(GGML_TYPE_IQ1_M, "IQ1_M", 256, tokd_block_iq1_m, GGML_TYPE_Q8_K, tokd_iq1_m_to_float, NULL, tokd_iq1_m_dot_ref),
+    QROW_W(GGML_TYPE_IQ1_S, "IQ1_S", 256, tokd_block_iq1_s, GGML_TYPE_Q8_K, tokd_iq1_s_to_float, NULL, tokd_iq1_s_dot_ref,
+           tokd_iq1_s_from_float_w),
+    QROW_W(GGML_TYPE_IQ1_M, "IQ1_M", 256, tokd_block_iq1_m, GGML_TYPE_Q8_K, tokd_iq1_m_to_float, NULL, tokd_iq1_m_dot_ref,
+           tokd_iq1_m_from_float_w),
     QROW(GGML_TYPE_Q8_K, "Q8_K", 256, tokd_block_q8_K, GGML_TYPE_Q8_K, tokd_q8_K_to_float, tokd_q8_K_from_float, tokd_q8_K_dot_ref),
 };
 #undef QROW_W
