@@ -38,9 +38,9 @@ static void add_entry(tokd_imatrix *im, const char *name, size_t name_len, float
     e->n = n;
 }
 
-static int check_finite(const char *name, const float *v, int64_t n, tokd_err *err) {
+static int check_finite(const char *name, size_t name_len, const float *v, int64_t n, tokd_err *err) {
     for (int64_t i = 0; i < n; i++)
-        if (!isfinite(v[i])) return tokd_seterr(err, "entry '%s': value %lld is not finite", name, (long long)i);
+        if (!isfinite(v[i])) return tokd_seterr(err, "entry '%.*s': value %lld is not finite", (int)name_len, name, (long long)i);
     return 0;
 }
 
@@ -90,8 +90,11 @@ static tokd_imatrix *parse_legacy(const uint8_t *data, size_t size, tokd_err *er
         r.left -= (size_t)nval * 4;
         if (ncall > 0)
             for (int32_t j = 0; j < nval; j++) v[j] /= (float)ncall;
+        if (check_finite(name, (size_t)len, v, nval, err)) {
+            free(v);
+            goto fail;
+        }
         add_entry(im, name, (size_t)len, v, nval);
-        if (check_finite(im->entries[im->n_entries - 1].name, v, nval, err)) goto fail;
     }
     if (r.left) { /* the trailer: chunk count and dataset name, exactly */
         int32_t chunks, len;
@@ -166,8 +169,11 @@ static tokd_imatrix *parse_gguf(const uint8_t *data, size_t size, tokd_err *err)
                 v[j * ne0 + k] = count > 0 ? s / count : 1.0f;
             }
         }
+        if (check_finite(base, base_len, v, (int64_t)(ne0 * ne1), err)) {
+            free(v);
+            goto fail;
+        }
         add_entry(im, base, base_len, v, (int64_t)(ne0 * ne1));
-        if (check_finite(im->entries[im->n_entries - 1].name, v, (int64_t)(ne0 * ne1), err)) goto fail;
     }
     for (uint64_t i = 0; i < f->n_tensors; i++) { /* a count without its sums */
         size_t base_len;

@@ -4,7 +4,9 @@
  *
  * The quantisers are the table's from_float rows, which reproduce llama.cpp's reference
  * quantisers byte for byte (for Q8_0 the file quantiser tokd_q8_0_from_float_ref, not
- * the activation one). Rows are converted in parallel on the thread pool; the result
+ * the activation one), and with an importance matrix (--imatrix, imatrix.h) its
+ * from_float_w rows, llama-quantize --imatrix's; the grid types IQ1-IQ3 only have the
+ * latter (IQ2_S, IQ3_XXS, IQ3_S both). Rows are converted in parallel on the thread pool; the result
  * does not depend on the thread count. Tensors are written in llama.cpp's order, so a
  * file for one of llama.cpp's file types is byte-identical to llama-quantize's. A
  * quantized source tensor is not requantised (error), as llama-quantize without
