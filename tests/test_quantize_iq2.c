@@ -23,6 +23,7 @@
 #include "kernels/quantize_iq2.h"
 #include "kernels/quants.h"
 #include "t.h"
+#include "t_hash.h"
 #include "t_rand.h"
 
 typedef void (*wquant_fn)(const float *src, void *dst, int64_t n, const float *qw);
@@ -40,13 +41,6 @@ static const struct {
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
 #define ROW_BYTES(t, n) (TYPES[t].block_bytes * (size_t)((n) / TOKD_QK_K))
 #define MAX_N 2048
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 
 /* ---- (a) known answers ---- */
 
@@ -126,12 +120,12 @@ static void test_known_answers(void) {
         make_case((int)c, x, qw, n);
         for (size_t t = 0; t < N_TYPES; t++) {
             TYPES[t].quant(x, q, n, qw);
-            const uint64_t h = fnv1a(q, ROW_BYTES(t, n));
+            const uint64_t h = t_fnv1a(q, ROW_BYTES(t, n));
             CHECK(h == EXPECT[t][c], "%s, %s (n %lld): hash %016llx, llama.cpp's %016llx", TYPES[t].name,
                   CASES[c].what, (long long)n, (unsigned long long)h, (unsigned long long)EXPECT[t][c]);
         }
         tokd_iq2_s_from_float(x, q, n);
-        const uint64_t h = fnv1a(q, ROW_BYTES(2, n));
+        const uint64_t h = t_fnv1a(q, ROW_BYTES(2, n));
         CHECK(h == EXPECT_S_NOQW[c], "IQ2_S without weights, %s (n %lld): hash %016llx, llama.cpp's %016llx",
               CASES[c].what, (long long)n, (unsigned long long)h, (unsigned long long)EXPECT_S_NOQW[c]);
     }

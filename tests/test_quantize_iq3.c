@@ -19,6 +19,7 @@
 #include "kernels/quantize_iq3.h"
 #include "kernels/quants.h"
 #include "t.h"
+#include "t_hash.h"
 #include "t_rand.h"
 
 typedef void (*wquant_fn)(const float *src, void *dst, int64_t n, const float *qw);
@@ -35,13 +36,6 @@ static const struct {
     {"IQ3_S", tokd_iq3_s_from_float_w, tokd_iq3_s_from_float, tokd_iq3_s_to_float, sizeof(tokd_block_iq3_s)},
 };
 #define N_TYPES (sizeof TYPES / sizeof TYPES[0])
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 
 /* ---- (a) known answers ---- */
 
@@ -115,7 +109,7 @@ static void test_known_answers(void) {
                     TYPES[t].plain(x, q, n);
                 else
                     TYPES[t].with_w(x, q, n, qw);
-                const uint64_t h = fnv1a(q, bytes);
+                const uint64_t h = t_fnv1a(q, bytes);
                 CHECK(h == EXPECT[t][c][plain], "%s %s, %s (n %lld): hash %016llx, llama.cpp's %016llx", TYPES[t].name,
                       plain ? "without weights" : "with weights", CASES[c].what, (long long)n,
                       (unsigned long long)h, (unsigned long long)EXPECT[t][c][plain]);

@@ -24,6 +24,7 @@
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "t.h"
+#include "t_hash.h"
 #include "t_rand.h"
 
 typedef void (*wquant_fn)(const float *src, void *dst, int64_t n, const float *qw);
@@ -39,13 +40,6 @@ static const struct {
     {GGML_TYPE_IQ4_XS, tokd_iq4_xs_from_float_w},
 };
 #define N_WTYPES (sizeof WTYPES / sizeof WTYPES[0])
-
-static uint64_t fnv1a(const void *p, size_t n) {
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
 
 /* ---- (a) known answers ---- */
 
@@ -148,7 +142,7 @@ static void test_known_answers(void) {
             if (n % tt->blck) continue;
             make_case((int)c, x, qw, n);
             WTYPES[t].fn(x, q, n, qw);
-            const uint64_t h = fnv1a(q, tokd_row_bytes(tt, n));
+            const uint64_t h = t_fnv1a(q, tokd_row_bytes(tt, n));
             CHECK(h == EXPECT[t][c], "%s, %s (n %lld): hash %016llx, llama.cpp's %016llx", tt->name, CASES[c].what,
                   (long long)n, (unsigned long long)h, (unsigned long long)EXPECT[t][c]);
         }
@@ -201,7 +195,7 @@ static void test_plain_known_answers(void) {
         for (size_t c = 0; c < N_PLAIN; c++) {
             make_plain_case((int)c, x, PLAIN_CASES[c].n);
             tt->from_float(x, q, PLAIN_CASES[c].n);
-            uint64_t h = fnv1a(q, tokd_row_bytes(tt, PLAIN_CASES[c].n));
+            uint64_t h = t_fnv1a(q, tokd_row_bytes(tt, PLAIN_CASES[c].n));
             CHECK(h == EXPECT_PLAIN[t][c], "%s without weights, %s: hash %016llx, llama.cpp's %016llx", tt->name,
                   PLAIN_CASES[c].what, (unsigned long long)h, (unsigned long long)EXPECT_PLAIN[t][c]);
         }
