@@ -786,37 +786,44 @@ void tokd_q6_K_to_float(const void *src, float *dst, int64_t n) {
         for (int e = 0; e < TOKD_QK_K; e++) dst[e] = (d * (float)x[b].scales[e >> 4]) * (float)q6_value(&x[b], e);
     }
 }
+/* Q6_K's tail, shared with tokd_q6_K_from_float_w: the 16 group scales on an int8 grid
+ * against the one of largest magnitude (a block whose scales are all ~0 is zeros), each
+ * value refitted with its group's stored scale (a group whose stored scale is 0 keeps the
+ * fit's L), then the low nibbles in ql and the high 2 bits in qh. */
+void tokd_q6_K_pack(const float *src, const float scales[16], int8_t L[TOKD_QK_K], tokd_block_q6_K *y) {
+    float max_scale = 0, max_abs = 0;
+    for (int j = 0; j < 16; j++)
+        if (fabsf(scales[j]) > max_abs) max_abs = fabsf(scales[j]), max_scale = scales[j];
+    if (max_abs < 1e-15f) {
+        memset(y, 0, sizeof *y);
+        return;
+    }
+    const float iscale = -128.f / max_scale;
+    y->d = f2h(1 / iscale);
+    /* in [-128, 128]: 128 kept modulo 256, as ggml's int8 store */
+    for (int j = 0; j < 16; j++) y->scales[j] = (int8_t)(uint8_t)imin(127, round_even(iscale * scales[j]));
+    for (int j = 0; j < 16; j++) {
+        const float d = h2f(y->d) * (float)y->scales[j];
+        if (d == 0) continue;
+        for (int l = 0; l < 16; l++)
+            L[16 * j + l] = (int8_t)(imax(-32, imin(31, round_even(src[16 * j + l] / d))) + 32);
+    }
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const int8_t *p = L + 128 * h + l;
+            y->ql[64 * h + l] = (uint8_t)((p[0] & 0xF) | ((p[64] & 0xF) << 4));
+            y->ql[64 * h + 32 + l] = (uint8_t)((p[32] & 0xF) | ((p[96] & 0xF) << 4));
+            y->qh[32 * h + l] =
+                (uint8_t)((p[0] >> 4) | ((p[32] >> 4) << 2) | ((p[64] >> 4) << 4) | ((p[96] >> 4) << 6));
+        }
+}
 void tokd_q6_K_from_float(const float *src, void *dst, int64_t n) {
     tokd_block_q6_K *y = dst;
     int8_t L[TOKD_QK_K];
     float scales[16];
     for (int64_t b = 0; b < n / TOKD_QK_K; b++, src += TOKD_QK_K) {
-        float max_scale = 0, max_abs = 0;
-        for (int j = 0; j < 16; j++) {
-            scales[j] = fit_symmetric(16, 32, src + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > max_abs) max_abs = fabsf(scales[j]), max_scale = scales[j];
-        }
-        if (max_abs < 1e-15f) {
-            memset(&y[b], 0, sizeof y[b]);
-            continue;
-        }
-        float iscale = -128.f / max_scale;
-        y[b].d = f2h(1 / iscale);
-        for (int j = 0; j < 16; j++) y[b].scales[j] = (int8_t)(uint8_t)imin(127, round_even(iscale * scales[j])); /* as ggml */
-        for (int j = 0; j < 16; j++) {
-            float d = h2f(y[b].d) * (float)y[b].scales[j];
-            if (d == 0) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] = (int8_t)(imax(-32, imin(31, round_even(src[16 * j + l] / d))) + 32);
-        }
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l++) {
-                const int8_t *p = L + 128 * h + l;
-                y[b].ql[64 * h + l] = (uint8_t)((p[0] & 0xF) | ((p[64] & 0xF) << 4));
-                y[b].ql[64 * h + 32 + l] = (uint8_t)((p[32] & 0xF) | ((p[96] & 0xF) << 4));
-                y[b].qh[32 * h + l] =
-                    (uint8_t)((p[0] >> 4) | ((p[32] >> 4) << 2) | ((p[64] >> 4) << 4) | ((p[96] >> 4) << 6));
-            }
+        for (int j = 0; j < 16; j++) scales[j] = fit_symmetric(16, 32, src + 16 * j, L + 16 * j);
+        tokd_q6_K_pack(src, scales, L, &y[b]);
     }
 }
 void tokd_q6_K_dot_ref(int64_t n, float *out, const void *w, const void *act) {

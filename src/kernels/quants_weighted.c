@@ -132,21 +132,6 @@ void tokd_q4_0_from_float_w(const float *src, void *dst, int64_t n, const float 
     }
 }
 
-void tokd_q4_1_from_float_w(const float *src, void *dst, int64_t n, const float *qw) {
-    tokd_block_q4_1 *y = dst;
-    const float sigma2 = sum_squares(src, n) / (float)n;
-    float w[TOKD_QK];
-    uint8_t L[TOKD_QK];
-    for (int64_t b = 0; b < n / TOKD_QK; b++, src += TOKD_QK, qw += TOKD_QK) {
-        element_weights(TOKD_QK, src, qw, sigma2, w);
-        float mn;
-        float d = fit_affine_w(TOKD_QK, 15, src, w, L, &mn);
-        y[b].d = f2h(d);
-        y[b].m = f2h(-mn);
-        for (int j = 0; j < 16; j++) y[b].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-    }
-}
-
 /* Q5_0/Q5_1's packing of 32 five-bit values. */
 static void pack_5bit(const uint8_t *L, uint8_t qs[16], uint8_t qh_bytes[4]) {
     uint32_t qh = 0;
@@ -172,19 +157,36 @@ void tokd_q5_0_from_float_w(const float *src, void *dst, int64_t n, const float 
     }
 }
 
-void tokd_q5_1_from_float_w(const float *src, void *dst, int64_t n, const float *qw) {
-    tokd_block_q5_1 *y = dst;
+/* Q4_1 and Q5_1: an affine fit of each block of 32 on [0, nmax]; store() writes the
+ * block's FP16 scale d, its m = -min and the 32 levels L. */
+typedef void (*store_affine32_fn)(void *block, uint16_t d, uint16_t m, const uint8_t *L);
+static void affine32_from_float_w(const float *src, uint8_t *dst, size_t block_bytes, int64_t n, const float *qw,
+                                  int nmax, store_affine32_fn store) {
     const float sigma2 = sum_squares(src, n) / (float)n;
     float w[TOKD_QK];
     uint8_t L[TOKD_QK];
-    for (int64_t b = 0; b < n / TOKD_QK; b++, src += TOKD_QK, qw += TOKD_QK) {
+    for (int64_t b = 0; b < n / TOKD_QK; b++, src += TOKD_QK, qw += TOKD_QK, dst += block_bytes) {
         element_weights(TOKD_QK, src, qw, sigma2, w);
         float mn;
-        float d = fit_affine_w(TOKD_QK, 31, src, w, L, &mn);
-        y[b].d = f2h(d);
-        y[b].m = f2h(-mn);
-        pack_5bit(L, y[b].qs, y[b].qh);
+        const float d = fit_affine_w(TOKD_QK, nmax, src, w, L, &mn);
+        store(dst, f2h(d), f2h(-mn), L);
     }
+}
+static void store_q4_1(void *block, uint16_t d, uint16_t m, const uint8_t *L) {
+    tokd_block_q4_1 *y = block;
+    y->d = d, y->m = m;
+    for (int j = 0; j < 16; j++) y->qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+}
+static void store_q5_1(void *block, uint16_t d, uint16_t m, const uint8_t *L) {
+    tokd_block_q5_1 *y = block;
+    y->d = d, y->m = m;
+    pack_5bit(L, y->qs, y->qh);
+}
+void tokd_q4_1_from_float_w(const float *src, void *dst, int64_t n, const float *qw) {
+    affine32_from_float_w(src, dst, sizeof(tokd_block_q4_1), n, qw, 15, store_q4_1);
+}
+void tokd_q5_1_from_float_w(const float *src, void *dst, int64_t n, const float *qw) {
+    affine32_from_float_w(src, dst, sizeof(tokd_block_q5_1), n, qw, 31, store_q5_1);
 }
 
 /* ===== K-quants: super-blocks of 256, sigma2 per super-block ======================== */
@@ -340,32 +342,8 @@ void tokd_q6_K_from_float_w(const float *src, void *dst, int64_t n, const float 
     int8_t L[TOKD_QK_K];
     float scales[16];
     for (int64_t b = 0; b < n / TOKD_QK_K; b++, src += TOKD_QK_K, qw += TOKD_QK_K) {
-        float max_scale = 0, max_abs = 0;
-        for (int j = 0; j < 16; j++) {
-            scales[j] = tokd_fit_symmetric(16, 32, src + 16 * j, qw + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > max_abs) max_abs = fabsf(scales[j]), max_scale = scales[j];
-        }
-        if (max_abs < 1e-15f) {
-            memset(&y[b], 0, sizeof y[b]);
-            continue;
-        }
-        const float iscale = -128.f / max_scale;
-        y[b].d = f2h(1 / iscale);
-        for (int j = 0; j < 16; j++) y[b].scales[j] = (int8_t)imin(127, tokd_nearest_int(iscale * scales[j]));
-        for (int j = 0; j < 16; j++) {
-            const float d = h2f(y[b].d) * y[b].scales[j];
-            if (d == 0) continue;
-            for (int l = 0; l < 16; l++)
-                L[16 * j + l] = (int8_t)(imax(-32, imin(31, tokd_nearest_int(src[16 * j + l] / d))) + 32);
-        }
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l++) {
-                const int8_t *p = L + 128 * h + l;
-                y[b].ql[64 * h + l] = (uint8_t)((p[0] & 0xF) | ((p[64] & 0xF) << 4));
-                y[b].ql[64 * h + 32 + l] = (uint8_t)((p[32] & 0xF) | ((p[96] & 0xF) << 4));
-                y[b].qh[32 * h + l] =
-                    (uint8_t)((p[0] >> 4) | ((p[32] >> 4) << 2) | ((p[64] >> 4) << 4) | ((p[96] >> 4) << 6));
-            }
+        for (int j = 0; j < 16; j++) scales[j] = tokd_fit_symmetric(16, 32, src + 16 * j, qw + 16 * j, L + 16 * j);
+        tokd_q6_K_pack(src, scales, L, &y[b]);
     }
 }
 
