@@ -12,7 +12,6 @@
  * (c) threads: two threads quantising at once (the first use of the tables among them)
  *     give the bytes one thread gives. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "kernels/quants.h"
 #include "t.h"
 #include "t_hash.h"
+#include "t_quant.h"
 #include "t_rand.h"
 
 typedef void (*wquant_fn)(const float *src, void *dst, int64_t n, const float *qw);
@@ -198,19 +198,11 @@ static void test_round_trip(void) {
 
 #define THREAD_N 512
 #define THREAD_ROWS 2
-typedef struct {
-    const float *x, *qw;
-    uint8_t *out[N_TYPES];
-} thread_job;
 
-static void quantise_all(const thread_job *j) {
+static void quantise_all(const t_quant_job *j) {
     for (size_t t = 0; t < N_TYPES; t++)
         for (int i = 0; i < THREAD_ROWS; i++)
             TYPES[t].quant(j->x + THREAD_N * i, j->out[t] + ROW_BYTES(t, THREAD_N) * i, THREAD_N, j->qw);
-}
-static void *thread_main(void *arg) {
-    quantise_all(arg);
-    return NULL;
 }
 
 /* Run first, so that the tables are built while both threads want them. */
@@ -219,25 +211,10 @@ static void test_threads(void) {
     float *x = malloc(sizeof(float) * THREAD_N * THREAD_ROWS), *qw = malloc(sizeof(float) * THREAD_N);
     for (int i = 0; i < THREAD_N * THREAD_ROWS; i++) x[i] = t_rand_gauss(&r);
     for (int i = 0; i < THREAD_N; i++) qw[i] = (float)exp(t_rand_gauss(&r));
-    thread_job jobs[3];
-    for (int k = 0; k < 3; k++) {
-        jobs[k].x = x, jobs[k].qw = qw;
-        for (size_t t = 0; t < N_TYPES; t++) jobs[k].out[t] = calloc(1, ROW_BYTES(t, THREAD_N) * THREAD_ROWS);
-    }
-    pthread_t th[2];
-    int started = 0;
-    for (int k = 0; k < 2; k++) started += pthread_create(&th[k], NULL, thread_main, &jobs[k]) == 0;
-    CHECK(started == 2, "%d of 2 threads started", started);
-    for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
-    quantise_all(&jobs[2]); /* one thread, after */
-    for (size_t t = 0; t < N_TYPES; t++) {
-        const size_t nb = ROW_BYTES(t, THREAD_N) * THREAD_ROWS;
-        for (int k = 0; k < 2; k++)
-            CHECK(memcmp(jobs[k].out[t], jobs[2].out[t], nb) == 0, "%s: thread %d's bytes differ from one thread's",
-                  TYPES[t].name, k);
-    }
-    for (int k = 0; k < 3; k++)
-        for (size_t t = 0; t < N_TYPES; t++) free(jobs[k].out[t]);
+    const char *names[N_TYPES];
+    size_t bytes[N_TYPES];
+    for (size_t t = 0; t < N_TYPES; t++) names[t] = TYPES[t].name, bytes[t] = ROW_BYTES(t, THREAD_N) * THREAD_ROWS;
+    t_quant_threads(quantise_all, N_TYPES, names, bytes, x, qw);
     free(x), free(qw);
 }
 

@@ -11,7 +11,6 @@
  * (c) threads: two threads quantising at once (the first calls, which build the tables,
  *     racing) write the same bytes as one thread. */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "kernels/quants.h"
 #include "t.h"
 #include "t_hash.h"
+#include "t_quant.h"
 #include "t_rand.h"
 
 typedef void (*wquant_fn)(const float *src, void *dst, int64_t n, const float *qw);
@@ -181,12 +181,8 @@ static void test_round_trip(void) {
 /* ---- (c) threads ---- */
 
 enum { TH_N = 1024, TH_ROWS = 6 };
-typedef struct {
-    const float *x, *qw;
-    uint8_t *out[N_TYPES];
-} th_job;
 
-static void quantize_all(const th_job *j) {
+static void quantize_all(const t_quant_job *j) {
     for (size_t t = 0; t < N_TYPES; t++) {
         const size_t rb = (size_t)(TH_N / TOKD_QK_K) * TYPES[t].block_bytes;
         for (int i = 0; i < TH_ROWS; i++) {
@@ -197,10 +193,6 @@ static void quantize_all(const th_job *j) {
         }
     }
 }
-static void *th_main(void *arg) {
-    quantize_all(arg);
-    return NULL;
-}
 
 static void test_threads(void) {
     uint64_t r = 0x7EAD5ull;
@@ -208,26 +200,12 @@ static void test_threads(void) {
     for (int64_t i = 0; i < TH_N * TH_ROWS; i++) x[i] = t_rand_gauss(&r);
     /* with zero-weight sub-blocks, where the levels carried from the sub-block before count */
     for (int64_t i = 0; i < TH_N; i++) qw[i] = (i / 32) % 5 == 3 ? 0 : (float)exp(t_rand_gauss(&r));
-    th_job job[3];
-    for (int k = 0; k < 3; k++) {
-        job[k].x = x, job[k].qw = qw;
-        for (size_t t = 0; t < N_TYPES; t++) job[k].out[t] = calloc(TH_ROWS, (TH_N / TOKD_QK_K) * TYPES[t].block_bytes);
-    }
+    const char *names[N_TYPES];
+    size_t bytes[N_TYPES];
+    for (size_t t = 0; t < N_TYPES; t++)
+        names[t] = TYPES[t].name, bytes[t] = TH_ROWS * (TH_N / TOKD_QK_K) * TYPES[t].block_bytes;
     /* these are the first calls of the program: both threads build-or-wait on the tables */
-    pthread_t th[2];
-    int started = 0;
-    for (int k = 0; k < 2; k++) started += pthread_create(&th[k], NULL, th_main, &job[k]) == 0;
-    CHECK(started == 2, "pthread_create failed");
-    for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
-    quantize_all(&job[2]);
-    for (size_t t = 0; t < N_TYPES; t++) {
-        const size_t bytes = TH_ROWS * (TH_N / TOKD_QK_K) * TYPES[t].block_bytes;
-        for (int k = 0; k < 2; k++)
-            CHECK(memcmp(job[k].out[t], job[2].out[t], bytes) == 0, "%s: thread %d's bytes differ from one thread's",
-                  TYPES[t].name, k);
-    }
-    for (int k = 0; k < 3; k++)
-        for (size_t t = 0; t < N_TYPES; t++) free(job[k].out[t]);
+    t_quant_threads(quantize_all, N_TYPES, names, bytes, x, qw);
     free(x), free(qw);
 }
 
