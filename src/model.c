@@ -268,6 +268,7 @@ static void copy_on(tokd_pool *pool, void *dst, const void *src, size_t n) {
  * cost 1.28x the Q4_K products' time a byte, packed 0.96x (perf, tg128, AVX2). Its rows
  * then stay in the file's mapping for the lookups instead of a second copy in the
  * arena: the model holds the table once, and a lookup pays the page's first touch. */
+#define LARGE_MODEL_BYTES ((size_t)32 << 20)
 static void pack_weights(tokd_model *m) {
     tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
     size_t *bytes = tokd_xmalloc(sizeof *bytes * (1 + 7 * (size_t)m->hp.n_layer));
@@ -286,11 +287,15 @@ static void pack_weights(tokd_model *m) {
     const size_t embd_bytes = total && !embd_in_file ? m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out : 0;
     if (total) total += (embd_bytes + 63) & ~(size_t)63;
     uint8_t *arena = total ? tokd_xhuge_alloc(total) : NULL;
-    tokd_pool *pool = total ? tokd_pool_new(0) : NULL; /* the copies on every core */
+    /* The copies on every core, and each matrix's file pages dropped once copied, but not
+       for a small model: there starting the threads, and each drop's TLB flush (on every
+       core the process runs on), cost more than they save. */
+    const bool large = total >= LARGE_MODEL_BYTES;
+    tokd_pool *pool = total ? tokd_pool_new(large ? 0 : 1) : NULL;
     size_t at = 0;
     if (embd_bytes) {
         copy_on(pool, arena, m->tok_embd.data, embd_bytes);
-        drop_file_pages(&m->tok_embd);
+        if (large) drop_file_pages(&m->tok_embd);
         m->tok_embd.data = arena;
         if (m->tied_output) m->output.data = arena;
         at = (embd_bytes + 63) & ~(size_t)63;
@@ -309,7 +314,7 @@ static void pack_weights(tokd_model *m) {
         if (!bytes[i]) continue;
         if (as_is[i]) copy_on(pool, arena + offset[i], ws[i]->data, bytes[i]);
         else tokd_matrix_pack_into(pool, ws[i], tokd_packed_get(ws[i]->tt->id), arena + offset[i]);
-        drop_file_pages(ws[i]);
+        if (large) drop_file_pages(ws[i]);
         if (as_is[i]) ws[i]->data = arena + offset[i];
     }
     tokd_pool_free(pool);
