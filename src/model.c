@@ -268,24 +268,45 @@ static void copy_on(tokd_pool *pool, void *dst, const void *src, size_t n) {
  * cost 1.28x the Q4_K products' time a byte, packed 0.96x (perf, tg128, AVX2). Its rows
  * then stay in the file's mapping for the lookups instead of a second copy in the
  * arena: the model holds the table once, and a lookup pays the page's first touch. */
-#define LARGE_MODEL_BYTES ((size_t)32 << 20)
-static void pack_weights(tokd_model *m) {
-    tokd_matrix **ws = tokd_xmalloc(sizeof *ws * (1 + 7 * (size_t)m->hp.n_layer));
-    size_t *bytes = tokd_xmalloc(sizeof *bytes * (1 + 7 * (size_t)m->hp.n_layer));
-    int n = model_matrices(m, ws);
-    size_t total = 0;
-    bool *as_is = tokd_xcalloc((size_t)n, sizeof *as_is); /* copied in the file's layout */
-    for (int i = 0; i < n; i++) {
-        bytes[i] = tokd_matrix_packed_bytes(ws[i], tokd_packed_get(ws[i]->tt->id));
-        if (!bytes[i] && tokd_repack_enabled() && !(m->tied_output && i == n - 1)) {
-            as_is[i] = true;
-            bytes[i] = ws[i]->row_bytes * (size_t)ws[i]->n_out;
+typedef struct {
+    int n;                /* matrices, in decode order (model_matrices) */
+    tokd_matrix **ws;
+    size_t *bytes;        /* each one's bytes in the arena; 0: stays in the file */
+    bool *as_is;          /* copied in the file's layout */
+    bool embd_in_file;    /* a tied table: its rows stay in the file for lookups */
+    size_t embd_bytes;    /* the embedding table copied in front, or 0 */
+    size_t total;         /* the arena's bytes */
+} copy_plan;
+
+static void plan_copy(tokd_model *m, copy_plan *p) {
+    p->ws = tokd_xmalloc(sizeof *p->ws * (1 + 7 * (size_t)m->hp.n_layer));
+    p->bytes = tokd_xmalloc(sizeof *p->bytes * (1 + 7 * (size_t)m->hp.n_layer));
+    p->n = model_matrices(m, p->ws);
+    p->as_is = tokd_xcalloc((size_t)p->n, sizeof *p->as_is);
+    p->total = 0;
+    for (int i = 0; i < p->n; i++) {
+        p->bytes[i] = tokd_matrix_packed_bytes(p->ws[i], tokd_packed_get(p->ws[i]->tt->id));
+        if (!p->bytes[i] && tokd_repack_enabled() && !(m->tied_output && i == p->n - 1)) {
+            p->as_is[i] = true;
+            p->bytes[i] = p->ws[i]->row_bytes * (size_t)p->ws[i]->n_out;
         }
-        total += (bytes[i] + 63) & ~(size_t)63;
+        p->total += (p->bytes[i] + 63) & ~(size_t)63;
     }
-    const bool embd_in_file = m->tied_output && bytes[n - 1] > 0; /* ws[n - 1] is the output */
-    const size_t embd_bytes = total && !embd_in_file ? m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out : 0;
-    if (total) total += (embd_bytes + 63) & ~(size_t)63;
+    p->embd_in_file = m->tied_output && p->bytes[p->n - 1] > 0; /* ws[n - 1] is the output */
+    p->embd_bytes = p->total && !p->embd_in_file ? m->tok_embd.row_bytes * (size_t)m->tok_embd.n_out : 0;
+    if (p->total) p->total += (p->embd_bytes + 63) & ~(size_t)63;
+}
+static void copy_plan_free(copy_plan *p) {
+    free(p->ws);
+    free(p->bytes);
+    free(p->as_is);
+}
+
+#define LARGE_MODEL_BYTES ((size_t)32 << 20)
+static void pack_weights(tokd_model *m, const copy_plan *p) {
+    const int n = p->n;
+    tokd_matrix *const *ws = p->ws;
+    const size_t total = p->total;
     uint8_t *arena = total ? tokd_xhuge_alloc(total) : NULL;
     /* The copies on every core, and each matrix's file pages dropped once copied, but not
        for a small model: there starting the threads, and each drop's TLB flush (on every
@@ -293,37 +314,34 @@ static void pack_weights(tokd_model *m) {
     const bool large = total >= LARGE_MODEL_BYTES;
     tokd_pool *pool = total ? tokd_pool_new(large ? 0 : 1) : NULL;
     size_t at = 0;
-    if (embd_bytes) {
-        copy_on(pool, arena, m->tok_embd.data, embd_bytes);
+    if (p->embd_bytes) {
+        copy_on(pool, arena, m->tok_embd.data, p->embd_bytes);
         if (large) drop_file_pages(&m->tok_embd);
         m->tok_embd.data = arena;
         if (m->tied_output) m->output.data = arena;
-        at = (embd_bytes + 63) & ~(size_t)63;
+        at = (p->embd_bytes + 63) & ~(size_t)63;
     }
     size_t *offset = tokd_xmalloc(sizeof *offset * (size_t)n);
     for (int i = 0; i < n; i++) {
         offset[i] = at;
-        at += (bytes[i] + 63) & ~(size_t)63;
+        at += (p->bytes[i] + 63) & ~(size_t)63;
     }
     /* Each matrix's file pages are dropped once it is packed, so the process holds the
        arena written so far and one matrix's file pages. A tied output goes first: its
        rows are the largest matrix, and with the arena almost full they raised the peak
        by their size (Llama 3.2 1B: 1.00 GB against 0.82). */
     for (int k = 0; k < n; k++) {
-        const int i = embd_in_file ? (k + n - 1) % n : k;
-        if (!bytes[i]) continue;
-        if (as_is[i]) copy_on(pool, arena + offset[i], ws[i]->data, bytes[i]);
+        const int i = p->embd_in_file ? (k + n - 1) % n : k;
+        if (!p->bytes[i]) continue;
+        if (p->as_is[i]) copy_on(pool, arena + offset[i], ws[i]->data, p->bytes[i]);
         else tokd_matrix_pack_into(pool, ws[i], tokd_packed_get(ws[i]->tt->id), arena + offset[i]);
         if (large) drop_file_pages(ws[i]);
-        if (as_is[i]) ws[i]->data = arena + offset[i];
+        if (p->as_is[i]) ws[i]->data = arena + offset[i];
     }
     tokd_pool_free(pool);
     free(offset);
-    free(as_is);
     m->packed = arena;
     m->packed_bytes = total;
-    free(bytes);
-    free(ws);
 }
 
 void tokd_model_free(tokd_model *m) {
@@ -347,7 +365,7 @@ void tokd_model_free(tokd_model *m) {
     free(m);
 }
 
-tokd_model *tokd_model_load(const char *path, tokd_err *err) {
+static tokd_model *load(const char *path, bool copy_weights, tokd_err *err) {
     tokd_model *m = tokd_xcalloc(1, sizeof *m);
     m->gguf = gguf_open(path, err);
     if (!m->gguf) {
@@ -355,7 +373,11 @@ tokd_model *tokd_model_load(const char *path, tokd_err *err) {
         return NULL;
     }
     if (load_hparams(m, err) || bind_weights(m, err)) goto fail;
-    pack_weights(m);
+    copy_plan plan;
+    plan_copy(m, &plan);
+    m->copy_bytes = plan.total;
+    if (copy_weights) pack_weights(m, &plan);
+    copy_plan_free(&plan);
     m->tok = tokd_tokenizer_load(m->gguf, err);
     if (!m->tok) goto fail;
     if (tokd_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {
@@ -368,6 +390,9 @@ fail:
     tokd_model_free(m);
     return NULL;
 }
+
+tokd_model *tokd_model_load(const char *path, tokd_err *err) { return load(path, true, err); }
+tokd_model *tokd_model_load_uncopied(const char *path, tokd_err *err) { return load(path, false, err); }
 
 void tokd_model_get_info(const tokd_model *m, tokd_model_info *info) {
     const tokd_hparams *hp = &m->hp;
@@ -389,7 +414,7 @@ void tokd_model_get_info(const tokd_model *m, tokd_model_info *info) {
     info->rope_freq_factors = m->rope_freqs != NULL;
     info->tied_output = m->tied_output;
     info->weight_bytes = m->weight_bytes;
-    info->copied_bytes = m->packed_bytes;
+    info->copied_bytes = m->copy_bytes;
 }
 
 uint64_t tokd_kv_bytes_per_token(const tokd_model *m) {

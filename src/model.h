@@ -39,6 +39,7 @@ struct tokd_model {
     void *packed;        /* the matrices copied into huge pages, packed or as the file has them
                             (model.c: pack_weights), and the embedding table; or NULL */
     size_t packed_bytes; /* its length, for tokd_huge_free */
+    size_t copy_bytes;   /* what tokd_model_load copies there (also when uncopied) */
 };
 
 /* Internal access to a context's paged KV cache, for the engine's prefix cache and

@@ -230,6 +230,45 @@ static void check_float_copy(const char *file) {
     tokd_model_free(plain);
 }
 
+/* tokd_model_load_uncopied (tokd info): the same description as tokd_model_load, the copy
+ * it would make counted but not made; every matrix left in the file's mapping and
+ * layout, so that its logits are those of TOKD_REPACK=0, bit for bit. */
+static void check_uncopied(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err;
+    tokd_model *copied, *plain, *unc = tokd_model_load_uncopied(path, &err);
+    load_both(path, &copied, &plain);
+    CHECK(copied && plain && unc, "%s: load three ways", file);
+    if (!copied || !plain || !unc) return;
+    tokd_model_info ci, ui;
+    tokd_model_get_info(copied, &ci);
+    tokd_model_get_info(unc, &ui);
+    CHECK(ui.copied_bytes == ci.copied_bytes && ci.copied_bytes == copied->packed_bytes && ci.copied_bytes > 0 &&
+              ui.weight_bytes == ci.weight_bytes && ui.n_layer == ci.n_layer && unc->packed == NULL,
+          "%s: uncopied, the copy's %llu bytes reported (%llu) and none made", file, (unsigned long long)ci.copied_bytes,
+          (unsigned long long)ui.copied_bytes);
+    const uint8_t *map = unc->gguf->map, *map_end = map + unc->gguf->size;
+    int in_file = 1;
+    for (int32_t l = 0; l < unc->hp.n_layer; l++) {
+        const tokd_layer *L = &unc->layers[l];
+        const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int k = 0; k < 7; k++)
+            in_file &= ws[k]->pk == NULL && (const uint8_t *)ws[k]->data >= map && (const uint8_t *)ws[k]->data < map_end;
+    }
+    in_file &= unc->output.pk == NULL && (const uint8_t *)unc->tok_embd.data >= map;
+    CHECK(in_file, "%s: uncopied, every matrix in the file's mapping, none packed", file);
+    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)unc->hp.n_vocab;
+    float *a = malloc(bytes), *b = malloc(bytes);
+    CHECK(run_chunked(unc, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
+          "%s: uncopied, the logits of TOKD_REPACK=0 bit for bit", file);
+    free(a);
+    free(b);
+    tokd_model_free(unc);
+    tokd_model_free(copied);
+    tokd_model_free(plain);
+}
+
 /* A tied output matrix (tiny-qwen2-Q8_0: the embedding table's rows) is packed for the
  * products where its type has a packed form, into the arena's end like an untied output,
  * and the lookups read the same rows from the file's mapping: no second copy of the
@@ -270,6 +309,9 @@ int main(void) {
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
     const char *float_models[] = {"tiny-llama-f32.gguf", "tiny-llama-F16.gguf", "tiny-llama-BF16.gguf", "tiny-qwen2-F16.gguf"};
     for (size_t i = 0; i < sizeof float_models / sizeof float_models[0]; i++) check_float_copy(float_models[i]);
+    check_uncopied("tiny-llama-Q4_K_M.gguf");
+    check_uncopied("tiny-llama-BF16.gguf");
+    check_uncopied("tiny-qwen2-Q8_0.gguf");
 
     /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0; Q4_1; Q5_1): batch invariance, and the
        same bits unpacked */

@@ -48,7 +48,7 @@ int cmd_info(int argc, char **argv) {
         gguf_close(f);
         return 0;
     }
-    tokd_model *m = tokd_model_load(path, &err);
+    tokd_model *m = tokd_model_load_uncopied(path, &err); /* describes; runs nothing */
     if (!m) {
         fprintf(stderr, "tokd info: %s\n", err.msg);
         gguf_close(f);
