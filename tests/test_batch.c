@@ -183,6 +183,17 @@ static void check_packed_vs_plain(const char *path, int packs, const char *what)
     tokd_model_free(plain);
 }
 
+/* Whether models a and b (the same shape) give the same logits, bit for bit, in chunks
+ * of 7 rows (the few-row decode walk: matmul.c, weight rows outermost). */
+static bool same_logits(const tokd_model *a, const tokd_model *b) {
+    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)a->hp.n_vocab;
+    float *la = malloc(bytes), *lb = malloc(bytes);
+    const bool same = run_chunked(a, 7, 2, la) == 0 && run_chunked(b, 7, 2, lb) == 0 && memcmp(la, lb, bytes) == 0;
+    free(la);
+    free(lb);
+    return same;
+}
+
 /* Matrices without a packed form (F32, F16, BF16) are copied into the arena as the
  * file has them (model.c), so that decode reads them from huge pages too: every matrix
  * of such a model lies in the arena with the file's bytes, and its logits are the same
@@ -220,12 +231,7 @@ static void check_float_copy(const char *file) {
               pi.copied_bytes == 0,
           "%s: tokd_model_get_info reports the copy (%llu of %llu bytes)", file, (unsigned long long)ci.copied_bytes,
           (unsigned long long)ci.weight_bytes);
-    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)copied->hp.n_vocab;
-    float *a = malloc(bytes), *b = malloc(bytes);
-    CHECK(run_chunked(copied, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
-          "%s: the copies give the file's rows' logits, bit for bit", file);
-    free(a);
-    free(b);
+    CHECK(same_logits(copied, plain), "%s: the copies give the file's rows' logits, bit for bit", file);
     tokd_model_free(copied);
     tokd_model_free(plain);
 }
@@ -258,12 +264,7 @@ static void check_uncopied(const char *file) {
     }
     in_file &= unc->output.pk == NULL && (const uint8_t *)unc->tok_embd.data >= map;
     CHECK(in_file, "%s: uncopied, every matrix in the file's mapping, none packed", file);
-    const size_t bytes = sizeof(float) * (size_t)N_TOK * (size_t)unc->hp.n_vocab;
-    float *a = malloc(bytes), *b = malloc(bytes);
-    CHECK(run_chunked(unc, 7, 2, a) == 0 && run_chunked(plain, 7, 2, b) == 0 && memcmp(a, b, bytes) == 0,
-          "%s: uncopied, the logits of TOKD_REPACK=0 bit for bit", file);
-    free(a);
-    free(b);
+    CHECK(same_logits(unc, plain), "%s: uncopied, the logits of TOKD_REPACK=0 bit for bit", file);
     tokd_model_free(unc);
     tokd_model_free(copied);
     tokd_model_free(plain);
