@@ -270,6 +270,27 @@ static void check_uncopied(const char *file) {
     tokd_model_free(plain);
 }
 
+/* A model of 32 MB or more (TOKD_LARGE_MODEL_BYTES, 0 here) is copied on every core,
+ * each matrix's file pages mapped before its copy and dropped after it: the same arena,
+ * byte for byte, as the one-thread copy of a small model, and the same logits. */
+static void check_large_path(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err;
+    tokd_model *small = tokd_model_load(path, &err);
+    setenv("TOKD_LARGE_MODEL_BYTES", "0", 1);
+    tokd_model *large = tokd_model_load(path, &err);
+    unsetenv("TOKD_LARGE_MODEL_BYTES");
+    CHECK(small && large, "%s: load as small and as large", file);
+    if (!small || !large) return;
+    CHECK(small->packed_bytes == large->packed_bytes && small->packed_bytes > 0 &&
+              memcmp(small->packed, large->packed, small->packed_bytes) == 0,
+          "%s: the large path's arena is the small path's, byte for byte (%zu bytes)", file, large->packed_bytes);
+    CHECK(same_logits(small, large), "%s: the large path's logits are the small path's, bit for bit", file);
+    tokd_model_free(small);
+    tokd_model_free(large);
+}
+
 /* A tied output matrix (tiny-qwen2-Q8_0: the embedding table's rows) is packed for the
  * products where its type has a packed form, into the arena's end like an untied output,
  * and the lookups read the same rows from the file's mapping: no second copy of the
@@ -313,6 +334,9 @@ int main(void) {
     check_uncopied("tiny-llama-Q4_K_M.gguf");
     check_uncopied("tiny-llama-BF16.gguf");
     check_uncopied("tiny-qwen2-Q8_0.gguf");
+    check_large_path("tiny-llama-Q4_K_M.gguf");
+    check_large_path("tiny-llama-BF16.gguf");
+    check_large_path("tiny-qwen2-Q8_0.gguf");
 
     /* files quantized here (Q5_K_M: Q5_K with Q6_K; Q3_K; Q2_K; Q5_0; Q4_1; Q5_1): batch invariance, and the
        same bits unpacked */
