@@ -154,7 +154,9 @@ static void q5_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) 
 
 /* Q8_0 groups with the quants plus `offset` (128: unsigned bytes for vpdpbusd; 0: signed,
  * the AVX2 form). */
-static void q8_0_pack_offset(const void *rows, size_t row_bytes, void *dst, int64_t K, int offset) {
+/* flip: 0x80808080 adds 128 to each byte (the unsigned quants of the VNNI form), 0
+ * keeps them signed; four bytes a word (byte by byte the pack ran at 2.7-3.0 GB/s) */
+static void q8_0_pack_flip(const void *rows, size_t row_bytes, void *dst, int64_t K, uint32_t flip) {
     const int64_t nb = K / QK;
     const size_t bb = TOKD_PACK_ROWS * sizeof(tokd_block_q8_0);
     for (int64_t b = 0; b < nb; b++) {
@@ -162,16 +164,20 @@ static void q8_0_pack_offset(const void *rows, size_t row_bytes, void *dst, int6
         for (int L = 0; L < TOKD_PACK_ROWS; L++) {
             const tokd_block_q8_0 *x = (const tokd_block_q8_0 *)((const uint8_t *)rows + (size_t)L * row_bytes) + b;
             memcpy(sc + 2 * L, &x->d, 2);
-            for (int g = 0; g < 8; g++)
-                for (int i = 0; i < 4; i++) v[64 * g + 4 * L + i] = (uint8_t)(x->qs[4 * g + i] + offset);
+            uint32_t q[8];
+            memcpy(q, x->qs, 32);
+            for (int g = 0; g < 8; g++) {
+                const uint32_t w = q[g] ^ flip;
+                memcpy(v + 64 * g + 4 * L, &w, 4);
+            }
         }
     }
 }
 static void q8_0_pack(const void *rows, size_t row_bytes, void *dst, int64_t K) {
-    q8_0_pack_offset(rows, row_bytes, dst, K, 128);
+    q8_0_pack_flip(rows, row_bytes, dst, K, 0x80808080u);
 }
 static void q8_0_pack_signed(const void *rows, size_t row_bytes, void *dst, int64_t K) {
-    q8_0_pack_offset(rows, row_bytes, dst, K, 0);
+    q8_0_pack_flip(rows, row_bytes, dst, K, 0);
 }
 
 /* ---- Q6_K (packed.h: its numerics are the file layout's vec_dot, bit for bit) ---- */
