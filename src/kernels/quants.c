@@ -942,26 +942,31 @@ void tokd_iq4_xs_to_float(const void *src, float *dst, int64_t n) {
         }
     }
 }
-/* Each block's scale as IQ4_NL's, then the eight on a six-bit grid of the super-block
- * scale d = -s/32 (s the block scale of largest magnitude), and the indices again. */
+/* IQ4_XS's super-block from its eight block scales (quants.h): the eight on a six-bit
+ * grid of the super-block scale d = -s/32 (s the block scale of largest magnitude), and
+ * each block's indices again at its stored scale. Shared with the weighted quantiser. */
+void tokd_iq4_xs_pack(const float *src, const float sc[8], tokd_block_iq4_xs *y) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < 8; j++)
+        if (fabsf(sc[j]) > amax) amax = fabsf(sc[j]), max = sc[j];
+    const float d = -max / 32, id = d != 0 ? 1 / d : 0;
+    y->d = f2h(d);
+    y->scales_h = 0;
+    memset(y->scales_l, 0, sizeof y->scales_l);
+    for (int j = 0; j < 8; j++) {
+        const int l = imax(-32, imin(31, round_even(id * sc[j])));
+        tokd_iq4_pack(src + 32 * j, d * l, y->qs + 16 * j);
+        y->scales_l[j / 2] |= (uint8_t)(((l + 32) & 0xF) << 4 * (j % 2));
+        y->scales_h |= (uint16_t)(((l + 32) >> 4) << 2 * j);
+    }
+}
+/* Each block's scale as IQ4_NL's, then tokd_iq4_xs_pack. */
 void tokd_iq4_xs_from_float(const float *src, void *dst, int64_t n) {
     tokd_block_iq4_xs *y = dst;
     for (int64_t b = 0; b < n / TOKD_QK_K; b++, src += TOKD_QK_K) {
-        float sc[8], amax = 0, max = 0;
-        for (int j = 0; j < 8; j++) {
-            sc[j] = iq4_block_scale(src + 32 * j);
-            if (fabsf(sc[j]) > amax) amax = fabsf(sc[j]), max = sc[j];
-        }
-        const float d = -max / 32, id = d != 0 ? 1 / d : 0;
-        y[b].d = f2h(d);
-        y[b].scales_h = 0;
-        memset(y[b].scales_l, 0, sizeof y[b].scales_l);
-        for (int j = 0; j < 8; j++) {
-            const int l = imax(-32, imin(31, round_even(id * sc[j])));
-            tokd_iq4_pack(src + 32 * j, d * l, y[b].qs + 16 * j);
-            y[b].scales_l[j / 2] |= (uint8_t)(((l + 32) & 0xF) << 4 * (j % 2));
-            y[b].scales_h |= (uint16_t)(((l + 32) >> 4) << 2 * j);
-        }
+        float sc[8];
+        for (int j = 0; j < 8; j++) sc[j] = iq4_block_scale(src + 32 * j);
+        tokd_iq4_xs_pack(src, sc, &y[b]);
     }
 }
 void tokd_iq4_xs_dot_ref(int64_t n, float *out, const void *w, const void *act) {

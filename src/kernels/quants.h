@@ -178,6 +178,8 @@ void tokd_pack_2bit(const uint8_t *L, uint8_t *qs);
 int tokd_iq4_index(float v);
 float tokd_iq4_block_scale(const float *x, const float *w);
 void tokd_iq4_pack(const float *x, float d, uint8_t qs[16]);
+/* IQ4_XS's super-block from its eight block scales (quants.c). */
+void tokd_iq4_xs_pack(const float *src, const float sc[8], tokd_block_iq4_xs *y);
 /* Q6_K's block from its 16 fitted group scales and the fit's levels L (quants.c). */
 void tokd_q6_K_pack(const float *src, const float scales[16], int8_t L[TOKD_QK_K], tokd_block_q6_K *y);
 /* The grid types (quants_iq.c): no quantiser (llama.cpp makes them from an importance

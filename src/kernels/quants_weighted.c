@@ -369,21 +369,10 @@ void tokd_iq4_xs_from_float_w(const float *src, void *dst, int64_t n, const floa
     float w[32], sc[8];
     for (int64_t b = 0; b < n / TOKD_QK_K; b++, src += TOKD_QK_K, qw += TOKD_QK_K) {
         const float sigma2 = sum_squares(src, TOKD_QK_K) * (2.f / TOKD_QK_K);
-        float amax = 0, max = 0;
         for (int j = 0; j < 8; j++) {
             element_weights(32, src + 32 * j, qw + 32 * j, sigma2, w);
             sc[j] = tokd_iq4_block_scale(src + 32 * j, w);
-            if (fabsf(sc[j]) > amax) amax = fabsf(sc[j]), max = sc[j];
         }
-        const float d = -max / 32, id = d != 0 ? 1 / d : 0;
-        y[b].d = f2h(d);
-        y[b].scales_h = 0;
-        memset(y[b].scales_l, 0, sizeof y[b].scales_l);
-        for (int j = 0; j < 8; j++) {
-            const int l = imax(-32, imin(31, tokd_nearest_int(id * sc[j])));
-            tokd_iq4_pack(src + 32 * j, d * l, y[b].qs + 16 * j);
-            y[b].scales_l[j / 2] |= (uint8_t)(((l + 32) & 0xF) << 4 * (j % 2));
-            y[b].scales_h |= (uint16_t)(((l + 32) >> 4) << 2 * j);
-        }
+        tokd_iq4_xs_pack(src, sc, &y[b]);
     }
 }
