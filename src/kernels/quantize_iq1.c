@@ -199,6 +199,20 @@ static int nearest_candidate(const tokd_iq2_qtables *t, int32_t m, const float *
     return best;
 }
 
+/* The least-squares scale of n values at their levels L (vals[g]: the level values of
+ * group g of 8), or `scale` unchanged where the fit is not positive: IQ1_S's and IQ1_M's
+ * refit when a group's grid point moved off the levels (the sums in llama.cpp's order). */
+static float refit_scale(int n, const float *xb, const float *w, const float *const *vals, const int8_t *L,
+                         float scale) {
+    float sqx = 0, sq2 = 0;
+    for (int i = 0; i < n; i++) {
+        const float q = vals[i / 8][L[i]];
+        sqx += w[i] * q * xb[i];
+        sq2 += w[i] * q * q;
+    }
+    return sqx > 0 && sq2 > 0 ? sqx / sq2 : scale;
+}
+
 /* Group k of a sub-block: its point, its levels L replaced by the point's where they
  * were not one (the nearest candidate at `scale`, values xx); *on cleared then. */
 static uint16_t place_group(const tokd_iq2_qtables *t, const float *xb, const float *w, float scale, const float *xx,
@@ -287,13 +301,8 @@ static bool iq1_s_sub(const tokd_iq2_qtables *t, const float *xb, const float *w
     bool on = true;
     for (int k = 0; k < 4; k++) idx[k] = place_group(t, xb + 8 * k, w + 8 * k, scale, xx, L + 8 * k, &on);
     if (!on) {
-        float sqx = 0, sq2 = 0;
-        for (int i = 0; i < 32; i++) {
-            const float q = xx[L[i]];
-            sqx += w[i] * q * xb[i];
-            sq2 += w[i] * q * q;
-        }
-        if (sqx > 0 && sq2 > 0) scale = sqx / sq2;
+        const float *vals[4] = {xx, xx, xx, xx};
+        scale = refit_scale(32, xb, w, vals, L, scale);
     }
     if (!(scale >= 0)) return false;
     *scale_out = scale, *shift_out = shift;
@@ -414,13 +423,8 @@ static bool iq1_m_sub(const tokd_iq2_qtables *t, const float *xb, const float *w
     for (int g = 0; g < 2; g++)
         idx[g] = place_group(t, xb + 8 * g, w + 8 * g, scale, group_values(k, g), L + 8 * g, &on);
     if (!on) {
-        float sqx = 0, sq2 = 0;
-        for (int i = 0; i < 16; i++) {
-            const float q = group_values(k, i / 8)[L[i]];
-            sqx += w[i] * q * xb[i];
-            sq2 += w[i] * q * q;
-        }
-        if (sqx > 0 && sq2 > 0) scale = sqx / sq2;
+        const float *vals[2] = {group_values(k, 0), group_values(k, 1)};
+        scale = refit_scale(16, xb, w, vals, L, scale);
     }
     if (!(scale >= 0)) return false;
     *scale_out = scale, *k_out = k;
