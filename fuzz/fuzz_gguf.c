@@ -1,7 +1,8 @@
 /* fuzz_gguf.c — libFuzzer target for the GGUF reader: any bytes must either parse into
  * descriptors that all lie inside the buffer, or fail with a message. The same bytes go
  * to the importance-matrix reader (imatrix.h: GGUF or its legacy binary format), which
- * must likewise give entries of finite values or a message. */
+ * must likewise give entries of finite values or a message, and combine with itself. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < im->n_entries; i++) {
             const tokd_imatrix_entry *e = &im->entries[i];
             if (e->n < 1 || !e->name[0] || tokd_imatrix_find(im, e->name) != e) abort();
+            if (e->n_mat < 1 || e->n % e->n_mat) abort();
             for (int64_t k = 0; k < e->n; k++)
                 if (!(e->values[k] - e->values[k] == 0)) abort(); /* finite */
         }
+        /* combined with itself (tokd imatrix --in-file): same names, same sizes */
+        tokd_imatrix *both = tokd_imatrix_new();
+        if (tokd_imatrix_combine(both, im, 512, &err) || tokd_imatrix_combine(both, im, 512, &err) ||
+            both->n_entries != im->n_entries || both->chunks != (im->chunks > INT_MAX / 2 ? INT_MAX : 2 * im->chunks))
+            abort();
+        tokd_imatrix_free(both);
         tokd_imatrix_free(im);
     } else if (!err.msg[0]) {
         abort();

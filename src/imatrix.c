@@ -1,6 +1,7 @@
 /* imatrix.c — see imatrix.h. */
 #include "imatrix.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,36 +12,93 @@
 
 /* ---- building the result ---------------------------------------------------------- */
 
-static tokd_imatrix *imatrix_new(void) {
+tokd_imatrix *tokd_imatrix_new(void) {
     tokd_imatrix *im = tokd_xcalloc(1, sizeof *im);
     im->dataset = tokd_xcalloc(1, 1);
     return im;
 }
 
-/* Adds (or, for a name already present, replaces) an entry; takes `values`. */
-static void add_entry(tokd_imatrix *im, const char *name, size_t name_len, float *values, int64_t n) {
+/* What llama-quantize takes from a sum and its count as a file stores them (floats): the
+ * mean, or 1 for a matrix the calibration never reached. Divided in double and rounded
+ * once, which for two floats is their float quotient bit for bit; sums too large for a
+ * float (combined ones) are divided as they are. */
+static float mean_of(double sum, double count) {
+    const float s = (float)sum, c = (float)count;
+    if (!(c > 0)) return 1.0f;
+    return isfinite(s) && isfinite(c) ? (float)((double)s / (double)c) : (float)(sum / count);
+}
+
+static void entry_values(tokd_imatrix_entry *e) {
+    const int64_t per = e->n / e->n_mat;
+    for (int64_t i = 0; i < e->n; i++) e->values[i] = mean_of(e->sums[i], e->counts[i / per]);
+}
+
+static void entry_clear(tokd_imatrix_entry *e) {
+    free(e->name);
+    free(e->values);
+    free(e->sums);
+    free(e->counts);
+}
+
+static tokd_imatrix_entry *entry_slot(tokd_imatrix *im, const char *name, size_t name_len) {
     for (size_t i = 0; i < im->n_entries; i++) {
         tokd_imatrix_entry *e = &im->entries[i];
         if (strlen(e->name) == name_len && !memcmp(e->name, name, name_len)) {
-            free(e->values);
-            e->values = values;
-            e->n = n;
-            return;
+            entry_clear(e);
+            return e;
         }
     }
     if ((im->n_entries & (im->n_entries - 1)) == 0) /* grow at powers of two */
         im->entries = tokd_xrealloc(im->entries, (im->n_entries ? 2 * im->n_entries : 1) * sizeof *im->entries);
-    tokd_imatrix_entry *e = &im->entries[im->n_entries++];
+    return &im->entries[im->n_entries++];
+}
+
+/* Adds (or, for a name already present, replaces) an entry; takes `sums` and `counts`
+ * (n_mat must divide n). */
+static tokd_imatrix_entry *add_entry(tokd_imatrix *im, const char *name, size_t name_len, double *sums, int64_t n,
+                                     double *counts, int64_t n_mat) {
+    tokd_imatrix_entry *e = entry_slot(im, name, name_len);
     e->name = tokd_xmalloc(name_len + 1);
     memcpy(e->name, name, name_len);
     e->name[name_len] = 0;
-    e->values = values;
     e->n = n;
+    e->n_mat = n_mat;
+    e->sums = sums;
+    e->counts = counts;
+    e->values = tokd_xmalloc((size_t)n * sizeof(float));
+    entry_values(e);
+    return e;
 }
 
-static int check_finite(const char *name, size_t name_len, const float *v, int64_t n, tokd_err *err) {
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(v[i])) return tokd_seterr(err, "entry '%.*s': value %lld is not finite", (int)name_len, name, (long long)i);
+void tokd_imatrix_add(tokd_imatrix *im, const char *name, const double *sums, int64_t n, const double *counts,
+                      int64_t n_mat) {
+    double *s = tokd_xmalloc((size_t)n * sizeof *s), *c = tokd_xmalloc((size_t)n_mat * sizeof *c);
+    memcpy(s, sums, (size_t)n * sizeof *s);
+    memcpy(c, counts, (size_t)n_mat * sizeof *c);
+    add_entry(im, name, strlen(name), s, n, c, n_mat);
+}
+
+static void add_dataset(tokd_imatrix *im, const char *name, size_t len) {
+    if (!len) return;
+    im->datasets = tokd_xrealloc(im->datasets, (im->n_datasets + 1) * sizeof *im->datasets);
+    char *d = tokd_xmalloc(len + 1);
+    memcpy(d, name, len);
+    d[len] = 0;
+    im->datasets[im->n_datasets++] = d;
+    tokd_buf b = {0};
+    tokd_buf_appendf(&b, "%s%s%s", im->dataset, im->dataset[0] ? ", " : "", d);
+    free(im->dataset);
+    im->dataset = b.data;
+}
+
+void tokd_imatrix_add_dataset(tokd_imatrix *im, const char *name) { add_dataset(im, name, strlen(name)); }
+
+/* An entry's sums finite, and so its values (a count that is not, as one that is 0 or
+ * less, gives 1s, as llama-quantize takes it). */
+static int check_finite(const tokd_imatrix_entry *e, tokd_err *err) {
+    for (int64_t i = 0; i < e->n; i++)
+        if (!isfinite(e->sums[i]) || !isfinite(e->values[i]))
+            return tokd_seterr(err, "entry '%s': value %lld is not finite", e->name, (long long)i);
     return 0;
 }
 
@@ -66,7 +124,8 @@ static tokd_imatrix *parse_legacy(const uint8_t *data, size_t size, tokd_err *er
         tokd_seterr(err, "no entries (not an importance matrix?)");
         return NULL;
     }
-    tokd_imatrix *im = imatrix_new();
+    tokd_imatrix *im = tokd_imatrix_new();
+    im->counts_are_calls = true;
     for (int32_t i = 0; i < n_entries; i++) {
         int32_t len, ncall, nval;
         if (read_i32(&r, &len) || len < 1 || (size_t)len > r.left || len > 4096) {
@@ -84,17 +143,18 @@ static tokd_imatrix *parse_legacy(const uint8_t *data, size_t size, tokd_err *er
             tokd_seterr(err, "entry %d ('%.*s'): bad or truncated value count", (int)i + 1, (int)len, name);
             goto fail;
         }
-        float *v = tokd_xmalloc((size_t)nval * sizeof(float));
-        memcpy(v, r.p, (size_t)nval * 4);
+        /* the sums as stored (the mean times ncall) over ncall calls: a value is
+           sum / ncall, the sum itself where ncall <= 0 */
+        double *sums = tokd_xmalloc((size_t)nval * sizeof *sums), *count = tokd_xmalloc(sizeof *count);
+        for (int32_t j = 0; j < nval; j++) {
+            float v;
+            memcpy(&v, r.p + 4 * (size_t)j, 4);
+            sums[j] = v;
+        }
         r.p += (size_t)nval * 4;
         r.left -= (size_t)nval * 4;
-        if (ncall > 0)
-            for (int32_t j = 0; j < nval; j++) v[j] /= (float)ncall;
-        if (check_finite(name, (size_t)len, v, nval, err)) {
-            free(v);
-            goto fail;
-        }
-        add_entry(im, name, (size_t)len, v, nval);
+        *count = ncall > 0 ? ncall : 1;
+        if (check_finite(add_entry(im, name, (size_t)len, sums, nval, count, 1), err)) goto fail;
     }
     if (r.left) { /* the trailer: chunk count and dataset name, exactly */
         int32_t chunks, len;
@@ -103,10 +163,7 @@ static tokd_imatrix *parse_legacy(const uint8_t *data, size_t size, tokd_err *er
             goto fail;
         }
         im->chunks = chunks > 0 ? chunks : 0;
-        free(im->dataset);
-        im->dataset = tokd_xmalloc((size_t)len + 1);
-        memcpy(im->dataset, r.p, (size_t)len);
-        im->dataset[len] = 0;
+        add_dataset(im, (const char *)r.p, strnlen((const char *)r.p, (size_t)len)); /* up to a NUL, as C++'s reader */
     }
     return im;
 fail:
@@ -136,7 +193,7 @@ static const gguf_tensor *find_tensor_n(const gguf_file *f, const char *base, si
 static tokd_imatrix *parse_gguf(const uint8_t *data, size_t size, tokd_err *err) {
     gguf_file *f = gguf_open_buffer(data, size, err);
     if (!f) return NULL;
-    tokd_imatrix *im = imatrix_new();
+    tokd_imatrix *im = tokd_imatrix_new();
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *sums = &f->tensors[i];
         size_t base_len;
@@ -158,22 +215,18 @@ static tokd_imatrix *parse_gguf(const uint8_t *data, size_t size, tokd_err *err)
                         (unsigned long long)ne0, (unsigned long long)ne1);
             goto fail;
         }
-        float *v = tokd_xmalloc((size_t)(ne0 * ne1) * sizeof(float));
-        const uint8_t *sd = sums->data, *cd = counts->data;
+        double *sv = tokd_xmalloc((size_t)(ne0 * ne1) * sizeof *sv), *cv = tokd_xmalloc((size_t)ne1 * sizeof *cv);
+        for (uint64_t j = 0; j < ne0 * ne1; j++) {
+            float v;
+            memcpy(&v, (const uint8_t *)sums->data + 4 * j, 4);
+            sv[j] = v;
+        }
         for (uint64_t j = 0; j < ne1; j++) {
-            float count;
-            memcpy(&count, cd + 4 * j, 4);
-            for (uint64_t k = 0; k < ne0; k++) {
-                float s;
-                memcpy(&s, sd + 4 * (j * ne0 + k), 4);
-                v[j * ne0 + k] = count > 0 ? s / count : 1.0f;
-            }
+            float v;
+            memcpy(&v, (const uint8_t *)counts->data + 4 * j, 4);
+            cv[j] = v;
         }
-        if (check_finite(base, base_len, v, (int64_t)(ne0 * ne1), err)) {
-            free(v);
-            goto fail;
-        }
-        add_entry(im, base, base_len, v, (int64_t)(ne0 * ne1));
+        if (check_finite(add_entry(im, base, base_len, sv, (int64_t)(ne0 * ne1), cv, (int64_t)ne1), err)) goto fail;
     }
     for (uint64_t i = 0; i < f->n_tensors; i++) { /* a count without its sums */
         size_t base_len;
@@ -189,17 +242,14 @@ static tokd_imatrix *parse_gguf(const uint8_t *data, size_t size, tokd_err *err)
     }
     uint32_t chunks = 0;
     if (gguf_get_u32(f, "imatrix.chunk_count", &chunks, err) < 0) goto fail;
+    uint32_t chunk_size = 0;
+    if (gguf_get_u32(f, "imatrix.chunk_size", &chunk_size, err) < 0) goto fail;
+    im->chunk_size = chunk_size > (1u << 30) ? 0 : (int32_t)chunk_size;
     im->chunks = chunks > 0x7fffffff ? 0x7fffffff : (int)chunks;
     gguf_array names;
-    if (gguf_get_arr(f, "imatrix.datasets", GGUF_TYPE_STRING, &names, err) == 0) {
-        tokd_buf b = {0};
+    if (gguf_get_arr(f, "imatrix.datasets", GGUF_TYPE_STRING, &names, err) == 0)
         for (uint64_t i = 0; i < names.n; i++)
-            tokd_buf_appendf(&b, "%s%.*s", i ? ", " : "", (int)names.strs[i].len, names.strs[i].ptr);
-        if (b.data) {
-            free(im->dataset);
-            im->dataset = b.data;
-        }
-    }
+            add_dataset(im, names.strs[i].ptr, strnlen(names.strs[i].ptr, (size_t)names.strs[i].len));
     gguf_close(f);
     return im;
 fail:
@@ -234,11 +284,10 @@ tokd_imatrix *tokd_imatrix_load(const char *path, tokd_err *err) {
 
 void tokd_imatrix_free(tokd_imatrix *im) {
     if (!im) return;
-    for (size_t i = 0; i < im->n_entries; i++) {
-        free(im->entries[i].name);
-        free(im->entries[i].values);
-    }
+    for (size_t i = 0; i < im->n_entries; i++) entry_clear(&im->entries[i]);
     free(im->entries);
+    for (size_t i = 0; i < im->n_datasets; i++) free(im->datasets[i]);
+    free(im->datasets);
     free(im->dataset);
     free(im);
 }
@@ -248,4 +297,151 @@ const tokd_imatrix_entry *tokd_imatrix_find(const tokd_imatrix *im, const char *
     for (size_t i = 0; i < im->n_entries; i++)
         if (!strcmp(im->entries[i].name, name)) return &im->entries[i];
     return NULL;
+}
+
+/* ---- combining ------------------------------------------------------------------- */
+
+static tokd_imatrix_entry *find_mut(tokd_imatrix *im, const char *name) {
+    for (size_t i = 0; i < im->n_entries; i++)
+        if (!strcmp(im->entries[i].name, name)) return &im->entries[i];
+    return NULL;
+}
+
+int tokd_imatrix_combine(tokd_imatrix *dst, const tokd_imatrix *src, int32_t chunk_size, tokd_err *err) {
+    const double scale = src->counts_are_calls ? (double)(chunk_size > 0 ? chunk_size : 1) : 1.0;
+    for (size_t i = 0; i < src->n_entries; i++) { /* every size checked before anything is added */
+        const tokd_imatrix_entry *s = &src->entries[i], *d = tokd_imatrix_find(dst, s->name);
+        if (d && (d->n != s->n || (d->n_mat != s->n_mat && d->n_mat != 1 && s->n_mat != 1)))
+            return tokd_seterr(err, "'%s': %lld values in %lld matrices against %lld in %lld", s->name, (long long)s->n,
+                               (long long)s->n_mat, (long long)d->n, (long long)d->n_mat);
+    }
+    for (size_t i = 0; i < src->n_entries; i++) {
+        const tokd_imatrix_entry *s = &src->entries[i];
+        tokd_imatrix_entry *d = find_mut(dst, s->name);
+        if (!d) {
+            double *sums = tokd_xmalloc((size_t)s->n * sizeof *sums), *counts = tokd_xmalloc((size_t)s->n_mat * sizeof *counts);
+            for (int64_t j = 0; j < s->n; j++) sums[j] = s->sums[j] * scale;
+            for (int64_t j = 0; j < s->n_mat; j++) counts[j] = s->counts[j] * scale;
+            add_entry(dst, s->name, strlen(s->name), sums, s->n, counts, s->n_mat);
+            continue;
+        }
+        if (d->n_mat == 1 && s->n_mat > 1) { /* one count (a legacy file's) broadcast to every expert */
+            d->counts = tokd_xrealloc(d->counts, (size_t)s->n_mat * sizeof *d->counts);
+            for (int64_t j = 1; j < s->n_mat; j++) d->counts[j] = d->counts[0];
+            d->n_mat = s->n_mat;
+        }
+        for (int64_t j = 0; j < s->n; j++) d->sums[j] += s->sums[j] * scale;
+        for (int64_t j = 0; j < d->n_mat; j++) d->counts[j] += s->counts[s->n_mat == 1 ? 0 : j] * scale;
+        entry_values(d);
+    }
+    for (size_t i = 0; i < src->n_datasets; i++) add_dataset(dst, src->datasets[i], strlen(src->datasets[i]));
+    if (!dst->chunk_size) dst->chunk_size = src->chunk_size;
+    const long long chunks = (long long)dst->chunks + src->chunks;
+    dst->chunks = chunks > INT_MAX ? INT_MAX : (int)chunks;
+    return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static int cmp_entry_name(const void *a, const void *b) {
+    return strcmp((*(const tokd_imatrix_entry *const *)a)->name, (*(const tokd_imatrix_entry *const *)b)->name);
+}
+
+/* The GGUF file's bytes into *out (malloc'd, *n of them). */
+static int gguf_bytes(const tokd_imatrix *im, const tokd_imatrix_entry **sorted, int32_t chunk_size, uint8_t **out,
+                      uint64_t *n, tokd_err *err) {
+    gguf_writer *w = gguf_writer_new();
+    gguf_writer_set_str(w, "general.type", "imatrix");
+    gguf_str *names = tokd_xcalloc(im->n_datasets + 1, sizeof *names);
+    for (size_t i = 0; i < im->n_datasets; i++) names[i] = (gguf_str){im->datasets[i], strlen(im->datasets[i])};
+    gguf_writer_set_str_arr(w, "imatrix.datasets", names, im->n_datasets);
+    free(names);
+    gguf_writer_set_u32(w, "imatrix.chunk_count", (uint32_t)(im->chunks > 0 ? im->chunks : 0));
+    gguf_writer_set_u32(w, "imatrix.chunk_size", (uint32_t)(chunk_size > 0 ? chunk_size : 0));
+    float *buf = NULL;
+    char *name = NULL;
+    for (size_t i = 0; i < im->n_entries; i++) {
+        const tokd_imatrix_entry *e = sorted[i];
+        buf = tokd_xrealloc(buf, (size_t)e->n * sizeof *buf);
+        name = tokd_xrealloc(name, strlen(e->name) + sizeof ".in_sum2");
+        for (int64_t j = 0; j < e->n; j++) buf[j] = (float)e->sums[j];
+        const uint64_t ne_sums[2] = {(uint64_t)(e->n / e->n_mat), (uint64_t)e->n_mat}, ne_counts[2] = {1, (uint64_t)e->n_mat};
+        sprintf(name, "%s.in_sum2", e->name);
+        gguf_writer_add_tensor(w, name, GGML_TYPE_F32, 2, ne_sums, buf, (uint64_t)e->n * sizeof *buf);
+        for (int64_t j = 0; j < e->n_mat; j++) buf[j] = (float)e->counts[j];
+        sprintf(name, "%s.counts", e->name);
+        gguf_writer_add_tensor(w, name, GGML_TYPE_F32, 2, ne_counts, buf, (uint64_t)e->n_mat * sizeof *buf);
+    }
+    free(buf);
+    free(name);
+    int rc = gguf_writer_to_buffer(w, out, n, err);
+    gguf_writer_free(w);
+    return rc;
+}
+
+static void put_i32(tokd_buf *b, int32_t v) { tokd_buf_append(b, &v, 4); }
+
+/* The legacy file's bytes. */
+static void dat_bytes(const tokd_imatrix *im, const tokd_imatrix_entry **sorted, int32_t chunk_size, tokd_buf *b) {
+    const double cs = chunk_size > 0 ? chunk_size : 1;
+    put_i32(b, (int32_t)im->n_entries);
+    float *tmp = NULL;
+    for (size_t i = 0; i < im->n_entries; i++) {
+        const tokd_imatrix_entry *e = sorted[i];
+        double most = 0;
+        for (int64_t j = 0; j < e->n_mat; j++)
+            if (e->counts[j] > most) most = e->counts[j];
+        const double calls = ceil(most / cs); /* rounded up: no accidental zeros */
+        const int32_t ncall = calls > 2e9 ? 2000000000 : (int32_t)calls;
+        tmp = tokd_xrealloc(tmp, (size_t)e->n * sizeof *tmp);
+        const int64_t per = e->n / e->n_mat;
+        for (int64_t j = 0; j < e->n; j++) {
+            float sum = (float)e->sums[j], count = (float)e->counts[j / per];
+            if (count == 0) sum = count = 1; /* a matrix never reached: 1 */
+            tmp[j] = sum / count * (float)ncall;
+        }
+        put_i32(b, (int32_t)strlen(e->name));
+        tokd_buf_append(b, e->name, strlen(e->name));
+        put_i32(b, ncall);
+        put_i32(b, (int32_t)e->n);
+        tokd_buf_append(b, tmp, (size_t)e->n * sizeof *tmp);
+    }
+    free(tmp);
+    const char *dataset = im->n_datasets ? im->datasets[im->n_datasets - 1] : "";
+    put_i32(b, im->chunks);
+    put_i32(b, (int32_t)strlen(dataset));
+    tokd_buf_append(b, dataset, strlen(dataset));
+}
+
+int tokd_imatrix_write(const tokd_imatrix *im, const char *path, tokd_imatrix_format fmt, int32_t chunk_size,
+                       tokd_err *err) {
+    if (!im->n_entries) return tokd_seterr(err, "nothing was collected");
+    if (im->counts_are_calls) return tokd_seterr(err, "a legacy file's matrix: combine it into a new one to write it");
+    for (size_t i = 0; i < im->n_entries; i++) { /* floats in the file, and the legacy file's int32 fields */
+        const tokd_imatrix_entry *e = &im->entries[i];
+        if (e->n > 0x7fffffff || strlen(e->name) > 0x7fffffff) return tokd_seterr(err, "'%s': too large to write", e->name);
+        for (int64_t j = 0; j < e->n; j++)
+            if (!isfinite((float)e->sums[j]) || !isfinite(e->values[j]))
+                return tokd_seterr(err, "'%s': value %lld is not finite as a float", e->name, (long long)j);
+        for (int64_t j = 0; j < e->n_mat; j++)
+            if (!isfinite((float)e->counts[j])) return tokd_seterr(err, "'%s': count %lld is not finite", e->name, (long long)j);
+    }
+    if (im->n_entries > 0x7fffffff) return tokd_seterr(err, "%zu entries: too many", im->n_entries);
+    const tokd_imatrix_entry **sorted = tokd_xmalloc(im->n_entries * sizeof *sorted);
+    for (size_t i = 0; i < im->n_entries; i++) sorted[i] = &im->entries[i];
+    qsort(sorted, im->n_entries, sizeof *sorted, cmp_entry_name);
+    int rc;
+    if (fmt == TOKD_IMATRIX_DAT) {
+        tokd_buf b = {0};
+        dat_bytes(im, sorted, chunk_size, &b);
+        rc = tokd_write_file(path, b.data, b.len, err);
+        tokd_buf_free(&b);
+    } else {
+        uint8_t *bytes = NULL;
+        uint64_t n = 0;
+        rc = gguf_bytes(im, sorted, chunk_size, &bytes, &n, err) || tokd_write_file(path, bytes, (size_t)n, err) ? -1 : 0;
+        free(bytes);
+    }
+    free(sorted);
+    return rc;
 }

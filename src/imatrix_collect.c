@@ -12,7 +12,6 @@
 typedef struct {
     double *sum;
     int64_t K, rows;
-    int32_t calls;
 } input_stat;
 
 /* An entry of the file: a weight name and the input it reads. */
@@ -63,7 +62,6 @@ void tokd_imatrix_observe(void *collector, int32_t layer, tokd_mm_input which, c
         for (int64_t j = 0; j < K; j++) s->sum[j] += (double)r[j] * (double)r[j];
     }
     s->rows += n;
-    s->calls++;
 }
 
 int64_t tokd_imatrix_collector_tokens(const tokd_imatrix_collector *c) {
@@ -99,65 +97,18 @@ static named_entry *entries_of(const tokd_imatrix_collector *c, size_t *n_out) {
     return e;
 }
 
-/* Column j's value as the file stores it: the mean square times the call count. */
-static float stored_value(const input_stat *s, int64_t j) { return (float)(s->sum[j] / (double)s->rows) * (float)s->calls; }
-
 tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, const char *dataset, int chunks) {
     size_t n;
     named_entry *e = entries_of(c, &n);
-    tokd_imatrix *im = tokd_xcalloc(1, sizeof *im);
-    im->entries = tokd_xcalloc(n ? n : 1, sizeof *im->entries);
+    tokd_imatrix *im = tokd_imatrix_new();
     for (size_t i = 0; i < n; i++) {
-        tokd_imatrix_entry *d = &im->entries[im->n_entries++];
-        d->name = tokd_xmalloc(strlen(e[i].name) + 1);
-        strcpy(d->name, e[i].name);
-        d->n = e[i].in->K;
-        d->values = tokd_xmalloc((size_t)d->n * sizeof(float));
-        for (int64_t j = 0; j < d->n; j++) d->values[j] = stored_value(e[i].in, j) / (float)e[i].in->calls;
+        const double rows = (double)e[i].in->rows;
+        tokd_imatrix_add(im, e[i].name, e[i].in->sum, e[i].in->K, &rows, 1);
     }
-    im->dataset = tokd_xmalloc(strlen(dataset ? dataset : "") + 1);
-    strcpy(im->dataset, dataset ? dataset : "");
+    if (dataset) tokd_imatrix_add_dataset(im, dataset);
     im->chunks = chunks;
     free(e);
     return im;
-}
-
-static bool put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
-
-int tokd_imatrix_collector_write(const tokd_imatrix_collector *c, const char *path, const char *dataset, int chunks,
-                                 tokd_err *err) {
-    size_t n;
-    named_entry *e = entries_of(c, &n);
-    if (!n) {
-        free(e);
-        return tokd_seterr(err, "nothing was collected");
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        free(e);
-        return tokd_seterr(err, "cannot create '%s'", path);
-    }
-    const int32_t n_entries = (int32_t)n;
-    bool ok = put(f, &n_entries, 4);
-    float *tmp = NULL;
-    for (size_t i = 0; ok && i < n; i++) {
-        const input_stat *s = e[i].in;
-        const int32_t len = (int32_t)strlen(e[i].name), calls = s->calls, nval = (int32_t)s->K;
-        tmp = tokd_xrealloc(tmp, (size_t)nval * sizeof(float));
-        for (int32_t j = 0; j < nval; j++) tmp[j] = stored_value(s, j);
-        ok = put(f, &len, 4) && put(f, e[i].name, (size_t)len) && put(f, &calls, 4) && put(f, &nval, 4) &&
-             put(f, tmp, (size_t)nval * sizeof(float));
-    }
-    const int32_t chunks32 = chunks, dlen = (int32_t)strlen(dataset ? dataset : "");
-    ok = ok && put(f, &chunks32, 4) && put(f, &dlen, 4) && put(f, dataset ? dataset : "", (size_t)dlen);
-    ok = (fclose(f) == 0) && ok;
-    free(tmp);
-    free(e);
-    if (!ok) {
-        remove(path);
-        return tokd_seterr(err, "cannot write '%s'", path);
-    }
-    return 0;
 }
 
 int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,

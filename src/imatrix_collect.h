@@ -6,10 +6,10 @@
  * The collector is a forward-pass observer (model.h: tokd_ctx_set_observer): it sees the
  * four inputs of each layer's products once each (the attention input serves attn_q,
  * attn_k and attn_v; the FFN input ffn_gate and ffn_up) and, with process_output, the
- * output's. Sums are kept in double. The file it writes is llama-imatrix's legacy format
- * (imatrix.h), entries sorted by name, each value the mean
- * square times the entry's call count (the reader divides by it), so both tokd and
- * llama-quantize read it. As llama-imatrix by default, the output matrix is left out
+ * output's. Sums are kept in double. Its result is a tokd_imatrix (imatrix.h) whose
+ * entries hold those sums and the tokens they were summed over, which
+ * tokd_imatrix_write puts in either of llama-imatrix's formats (both tokd and
+ * llama-quantize read them). As llama-imatrix by default, the output matrix is left out
  * unless process_output (and a tied output, whose matrix is the token embedding, always:
  * llama-imatrix records only blk.* and output.weight). */
 #ifndef TOKD_IMATRIX_COLLECT_H
@@ -30,12 +30,10 @@ void tokd_imatrix_collector_free(tokd_imatrix_collector *c);
 void tokd_imatrix_observe(void *collector, int32_t layer, tokd_mm_input which, const float *x, int32_t n, int64_t K);
 /* Tokens seen so far (rows of the attention input summed over layers / n_layer). */
 int64_t tokd_imatrix_collector_tokens(const tokd_imatrix_collector *c);
-/* What has been collected, as the reader would give it back from a file (the mean
- * squares; dataset and chunks recorded as given). */
+/* What has been collected, entries sorted by name: each entry's sums of squares over
+ * its count of tokens, and the mean squares as a GGUF file of them gives back; dataset
+ * (NULL or "": none) and chunks recorded as given. No entries when nothing was seen. */
 tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, const char *dataset, int chunks);
-/* Write the legacy file; -1 with err set when it cannot be written. */
-int tokd_imatrix_collector_write(const tokd_imatrix_collector *c, const char *path, const char *dataset, int chunks,
-                                 tokd_err *err);
 
 /* Run the model over text, chunk by chunk as llama-imatrix does: the text tokenized
  * once (with the model's BOS), cut into chunks of n_ctx tokens, each chunk's first token

@@ -166,6 +166,30 @@ char *tokd_read_file(const char *path, size_t *len) {
     return b.data;
 }
 
+int tokd_write_file(const char *path, const void *data, size_t n, tokd_err *err) {
+    tokd_buf tmp = {0};
+    tokd_buf_appendf(&tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp.data, "wb");
+    if (!f) {
+        tokd_seterr(err, "cannot create '%s': %s", tmp.data, strerror(errno));
+        tokd_buf_free(&tmp);
+        return -1;
+    }
+    const bool wrote = fwrite(data, 1, n, f) == n;
+    int e = errno;
+    const bool closed = fclose(f) == 0;
+    if (wrote && !closed) e = errno;
+    if (!wrote || !closed || rename(tmp.data, path) != 0) {
+        if (wrote && closed) e = errno;
+        tokd_seterr(err, "cannot write '%s': %s", path, strerror(e));
+        remove(tmp.data);
+        tokd_buf_free(&tmp);
+        return -1;
+    }
+    tokd_buf_free(&tmp);
+    return 0;
+}
+
 void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;

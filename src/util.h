@@ -68,6 +68,10 @@ void tokd_huge_free(void *p, size_t n);
 /* The whole file at path, NUL-terminated (malloc'd; "" when it is empty), its size in *len
  * when len is not NULL; NULL with errno set when it cannot be opened or read. */
 char *tokd_read_file(const char *path, size_t *len);
+/* Writes n bytes to path whole or not at all: into "<path>.tmp", renamed over path once
+ * complete, so that a failure (disk full, no such folder) leaves any earlier file at path
+ * as it was and no partial one. -1 with err set when it cannot. */
+int tokd_write_file(const char *path, const void *data, size_t n, tokd_err *err);
 
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
 typedef struct tokd_buf {

@@ -1,6 +1,6 @@
 /* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
  * the golden generation of `tokd run`, `tokd logits` against the golden logits,
- * `tokd info`, and hostile input — truncated and corrupted model files, bad options,
+ * `tokd info`, `tokd imatrix`'s files and formats, and hostile input — truncated and corrupted model files, bad options,
  * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
  * never a crash or a hang. */
 #include <cjson/cJSON.h>
@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "imatrix.h"
 #include "model.h"
 #include "t.h"
 #include "t_golden.h"
@@ -239,6 +240,12 @@ static void test_option_parsing(void) {
         {{(char *)tokd, "synth", "--seed", "-1", NULL}, 2, "",
          "tokd synth: bad value for --seed: '-1' (expected an integer in [0, 9223372036854775807])\n"},
         {{(char *)tokd, "quantize", "-q", "a", "b", "c", "d", NULL}, 2, "", "tokd quantize: too many arguments ('d')\n"},
+        {{(char *)tokd, "imatrix", "--in-file", "x", "-o", "y", "--output-format", "bin", NULL}, 2, "",
+         "tokd imatrix: --output-format takes gguf or dat, not 'bin'\n"},
+        {{(char *)tokd, "imatrix", "-m", "x.gguf", "-o", "y", NULL}, 2, "",
+         "tokd imatrix: need -m MODEL -f TEXT (or --in-file FILE) and -o OUT\n"},
+        {{(char *)tokd, "imatrix", "--in-file", "x", NULL}, 2, "",
+         "tokd imatrix: need -m MODEL -f TEXT (or --in-file FILE) and -o OUT\n"},
         {{(char *)tokd, "quantize", "a", "--bogus", NULL}, 2, "", "tokd quantize: unknown option '--bogus'\n"},
         {{(char *)tokd, "render", "x", NULL}, 2, "",
          "tokd render: unknown argument 'x' (usage: tokd render --template FILE.jinja < context.json)\n"},
@@ -361,6 +368,90 @@ static void test_bad_files(void) {
     unlink(path);
 }
 
+/* `tokd imatrix`: a matrix of stories260K over a short text written as GGUF (its
+ * chunks, tokens and dataset read back), converted to the legacy file and back, two
+ * files combined, and the messages of the cases a user gets wrong. */
+static void test_imatrix(void) {
+    char dir[] = "/tmp/tokd-cli-imatrixXXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char text[600], a[600], b[600], c[600], d[600], e[600], g[600];
+    snprintf(text, sizeof text, "%s/calib.txt", dir);
+    snprintf(a, sizeof a, "%s/a.gguf", dir);
+    snprintf(b, sizeof b, "%s/b.imatrix", dir);
+    snprintf(c, sizeof c, "%s/c.dat", dir);
+    snprintf(d, sizeof d, "%s/d.gguf", dir);
+    snprintf(e, sizeof e, "%s/e.gguf", dir);
+    snprintf(g, sizeof g, "%s/g.gguf", dir);
+    FILE *f = fopen(text, "w");
+    for (int i = 0; f && i < 20; i++)
+        fputs("Once upon a time there was a little girl named Lily. She loved to play outside with her dog. ", f);
+    if (f) fclose(f);
+    proc_result r;
+    tokd_err err;
+    char *compute[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", a, "-c", "64", "--chunks", "3", NULL};
+    run(compute, &r);
+    CHECK(r.code == 0 && strstr(r.err.data, "192 tokens in 3 chunks") && strstr(r.err.data, "(GGUF, 35 entries, 3 chunks)") &&
+              !strstr(r.err.data, "without .gguf"),
+          "imatrix computed: %d %s", r.code, r.err.data);
+    proc_free(&r);
+    tokd_imatrix *ma = tokd_imatrix_load(a, &err);
+    CHECK(ma && !ma->counts_are_calls && ma->n_entries == 35 && ma->chunks == 3 && ma->chunk_size == 64 && !strcmp(ma->dataset, text) &&
+              ma->entries[0].counts[0] == 192,
+          "the GGUF file: %s", ma ? ma->dataset : err.msg);
+    char *to_dat[] = {(char *)tokd, "imatrix", "--in-file", a, "-o", b, "--output-format", "dat", "-c", "64", NULL};
+    run(to_dat, &r);
+    CHECK(r.code == 0 && !strstr(r.err.data, "without .gguf") && strstr(r.err.data, "legacy format"), "to dat: %s", r.err.data);
+    proc_free(&r);
+    tokd_imatrix *mb = tokd_imatrix_load(b, &err);
+    double dev = 0;
+    bool same = ma && mb && mb->counts_are_calls && mb->n_entries == ma->n_entries && mb->chunks == 3;
+    for (size_t i = 0; same && i < ma->n_entries; i++) {
+        same = !strcmp(ma->entries[i].name, mb->entries[i].name) && mb->entries[i].counts[0] == 3; /* ncall: 192 / 64 */
+        for (int64_t j = 0; same && j < ma->entries[i].n; j++)
+            dev = fmax(dev, fabs((double)ma->entries[i].values[j] - mb->entries[i].values[j]) / fabs((double)ma->entries[i].values[j]));
+    }
+    CHECK(same && dev < 3e-7, "the legacy file: same entries, ncall 3, values within %.2g", dev);
+    char *named[] = {(char *)tokd, "imatrix", "--in-file", b, "-o", c, NULL};
+    run(named, &r);
+    size_t len = 0;
+    char *bytes = tokd_read_file(c, &len);
+    tokd_imatrix *mc = tokd_imatrix_load(c, &err);
+    CHECK(r.code == 0 && strstr(r.err.data, "writing GGUF to a name without .gguf") && bytes && len > 4 &&
+              !memcmp(bytes, "GGUF", 4) && mc && mc->chunk_size == 512 && mc->entries[0].counts[0] == 3 * 512,
+          "GGUF by default, with a warning for the name; a legacy file's 3 calls taken as chunks of 512: %s", r.err.data);
+    free(bytes);
+    tokd_imatrix_free(mc);
+    proc_free(&r);
+    char *keep[] = {(char *)tokd, "imatrix", "--in-file", a, "-o", g, NULL};
+    run(keep, &r);
+    tokd_imatrix *mg = tokd_imatrix_load(g, &err);
+    CHECK(r.code == 0 && mg && mg->chunk_size == 64 && mg->chunks == 3 && mg->entries[0].counts[0] == 192,
+          "a GGUF file converted keeps its chunk size: %s", r.err.data);
+    tokd_imatrix_free(mg);
+    proc_free(&r);
+    char *both[] = {(char *)tokd, "imatrix", "--in-file", a, "--in-file", b, "-c", "64", "-o", d, NULL};
+    run(both, &r);
+    tokd_imatrix *md = tokd_imatrix_load(d, &err);
+    CHECK(r.code == 0 && md && md->chunks == 6 && md->n_entries == 35 && md->entries[0].counts[0] == 384 && md->n_datasets == 2,
+          "two files combined: %s", r.err.data);
+    proc_free(&r);
+    char *missing[] = {(char *)tokd, "imatrix", "--in-file", "/nonexistent.imatrix", "-o", e, NULL};
+    run(missing, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "/nonexistent.imatrix") && access(e, F_OK) != 0, "a missing input: %s",
+          r.err.data);
+    proc_free(&r);
+    char *text_as_matrix[] = {(char *)tokd, "imatrix", "--in-file", text, "-o", e, NULL};
+    run(text_as_matrix, &r);
+    CHECK(clean_failure(&r) && access(e, F_OK) != 0, "a text file as a matrix: %s", r.err.data);
+    proc_free(&r);
+    tokd_imatrix_free(ma);
+    tokd_imatrix_free(mb);
+    tokd_imatrix_free(md);
+    const char *files[] = {text, a, b, c, d, g};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(files[i]);
+    CHECK(rmdir(dir) == 0, "nothing else left in %s", dir);
+}
+
 int main(void) {
     tokd = getenv("TOKD");
     CHECK(tokd != NULL, "TOKD names the binary (make test sets it)");
@@ -371,6 +462,7 @@ int main(void) {
     test_info();
     test_bad_options();
     test_option_parsing();
+    test_imatrix();
     test_bad_files();
     T_DONE();
 }

@@ -20,13 +20,20 @@
  *   - computing a matrix (imatrix_collect.c) over a short story on tiny-llama: chunks and
  *     tokens counted, 7 entries a layer sorted by name (and output.weight only when
  *     asked), layer 0's attention-input entries equal to the mean squares of the normed
- *     embeddings computed directly, the written file read back bit for bit, and the
- *     quantiser taking it;
+ *     embeddings computed directly, the written files read back (GGUF bit for bit, the
+ *     legacy one within its rounding), and the quantiser taking them;
+ *   - writing and combining (tokd imatrix --output-format, --in-file): llama-imatrix's
+ *     GGUF keys, tensor names, order and shapes, the legacy file byte for byte (ncall
+ *     rounded up, 1 for an expert never reached), sums and counts adding up with a legacy
+ *     file's scaled by the chunk size and one count broadcast to experts, sizes that
+ *     differ refused with nothing changed, and a write that fails leaving no file and an
+ *     earlier one as it was;
  *   - errors: an entry of the wrong size (refused, except for token_embd), a missing
  *     file, a bad file; nothing written. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gguf.h"
@@ -548,19 +555,31 @@ static void check_collect(const char *src) {
     CHECK(worst < 1e-5, "layer 0's attention input: mean squares within %.2g of the direct sum", worst);
     const tokd_imatrix_entry *down = tokd_imatrix_find(im, "blk.0.ffn_down.weight");
     CHECK(down && down->n == m->hp.n_ff, "ffn_down's entry has the FFN's width");
-    /* the file gives back the same values; the quantiser takes it */
-    CHECK(tokd_imatrix_collector_write(c, "computed.imatrix", "story.txt", chunks, &err) == 0, "write: %s", err.msg);
-    tokd_imatrix *back = tokd_imatrix_load("computed.imatrix", &err);
-    bool same = back && back->n_entries == im->n_entries && back->chunks == chunks && !strcmp(back->dataset, "story.txt");
-    for (size_t i = 0; same && i < im->n_entries; i++)
-        same = !strcmp(back->entries[i].name, im->entries[i].name) && back->entries[i].n == im->entries[i].n &&
-               !memcmp(back->entries[i].values, im->entries[i].values, sizeof(float) * (size_t)im->entries[i].n);
-    CHECK(same, "the written file reads back as the collector's result");
-    const tokd_quantize_opts with = {.imatrix = "computed.imatrix"};
+    /* the files give back the same values (GGUF bit for bit; the legacy file within its
+       float rounding, mean * ncall / ncall) and the quantiser takes them */
+    const tokd_imatrix_format fmts[2] = {TOKD_IMATRIX_GGUF, TOKD_IMATRIX_DAT};
+    const char *files[2] = {"computed.gguf", "computed.dat"};
+    for (int f = 0; f < 2; f++) {
+        CHECK(tokd_imatrix_write(im, files[f], fmts[f], 32, &err) == 0, "write %s: %s", files[f], err.msg);
+        tokd_imatrix *back = tokd_imatrix_load(files[f], &err);
+        bool same = back && back->n_entries == im->n_entries && back->chunks == chunks && !strcmp(back->dataset, "story.txt");
+        double dev = 0;
+        for (size_t i = 0; same && i < im->n_entries; i++) {
+            const tokd_imatrix_entry *x = &im->entries[i], *y = &back->entries[i];
+            same = !strcmp(x->name, y->name) && x->n == y->n;
+            for (int64_t j = 0; same && j < x->n; j++) {
+                if (f == 0) same = !memcmp(&x->values[j], &y->values[j], sizeof(float)) && y->counts[0] == chunks * 32;
+                double r = fabs((double)x->values[j] - y->values[j]) / fmax(fabs((double)x->values[j]), 1e-30);
+                if (r > dev) dev = r;
+            }
+        }
+        CHECK(same && dev <= 3e-7, "%s reads back as the collector's result (largest deviation %.2g)", files[f], dev);
+        tokd_imatrix_free(back);
+    }
+    const tokd_quantize_opts with = {.imatrix = "computed.gguf"};
     CHECK(tokd_quantize_file_opts(src, "computed-Q4_K_M.gguf", "Q4_K_M", &with, 2, NULL, &err) == 0 &&
               !same_tensors("computed-Q4_K_M.gguf", "plain-Q4_K_M.gguf"),
           "quantized with the computed matrix: %s", err.msg);
-    tokd_imatrix_free(back);
     tokd_imatrix_free(im);
     tokd_imatrix_collector_free(c);
     /* with the output (tiny-llama's is not tied) */
@@ -575,14 +594,159 @@ static void check_collect(const char *src) {
     c = tokd_imatrix_collector_new(m, false);
     CHECK(tokd_imatrix_compute(m, "Too short.", 10, &p, c, NULL, &err) < 0 && strstr(err.msg, "fewer than one chunk"),
           "short text refused: %s", err.msg);
-    CHECK(tokd_imatrix_collector_write(c, "empty.imatrix", "", 0, &err) != 0 && access("empty.imatrix", F_OK) != 0,
-          "nothing collected, nothing written");
+    im = tokd_imatrix_collector_result(c, "", 0);
+    CHECK(im->n_entries == 0 && tokd_imatrix_write(im, "empty.imatrix", TOKD_IMATRIX_GGUF, 32, &err) != 0 &&
+              access("empty.imatrix", F_OK) != 0 && access("empty.imatrix.tmp", F_OK) != 0,
+          "nothing collected, nothing written: %s", err.msg);
+    tokd_imatrix_free(im);
     tokd_imatrix_collector_free(c);
     free(want);
     free(row);
     free(normed);
     free(toks);
     tokd_model_free(m);
+}
+
+/* ---- combining and writing matrices (tokd imatrix --in-file, --output-format) ------- */
+
+static bool same_file(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = tokd_read_file(a, &na), *y = tokd_read_file(b, &nb);
+    bool same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+static bool values_are(const tokd_imatrix *im, const char *name, const float *want, int64_t n) {
+    const tokd_imatrix_entry *e = tokd_imatrix_find(im, name);
+    return e && e->n == n && !memcmp(e->values, want, (size_t)n * sizeof *want);
+}
+
+static void check_combine(void) {
+    tokd_err err;
+    /* a plain matrix and one of two experts, the second never reached */
+    tokd_imatrix *a = tokd_imatrix_new();
+    const double s1[4] = {2, 4, 6, 8}, c1[1] = {2}, s2[6] = {1, 2, 3, 10, 20, 30}, c2[2] = {1, 0};
+    tokd_imatrix_add(a, "blk.1.x.weight", s1, 4, c1, 1);
+    tokd_imatrix_add(a, "blk.0.exps.weight", s2, 6, c2, 2);
+    tokd_imatrix_add_dataset(a, "one.txt");
+    tokd_imatrix_add_dataset(a, "");
+    a->chunks = 3;
+    const float vx[4] = {1, 2, 3, 4}, ve[6] = {1, 2, 3, 1, 1, 1};
+    CHECK(values_are(a, "blk.1.x.weight", vx, 4) && values_are(a, "blk.0.exps.weight", ve, 6) && a->n_datasets == 1,
+          "values: sum / count, 1 for an expert never reached; an empty dataset name is not added");
+
+    /* GGUF: llama-imatrix's keys, entries sorted by name, sums [n / experts, experts] and
+       counts [1, experts] */
+    CHECK(tokd_imatrix_write(a, "comb.gguf", TOKD_IMATRIX_GGUF, 64, &err) == 0, "write GGUF: %s", err.msg);
+    gguf_file *f = gguf_open("comb.gguf", &err);
+    CHECK(f != NULL, "the GGUF file opens: %s", f ? "" : err.msg);
+    if (f) {
+        gguf_str type = {0};
+        uint32_t cs = 0, cc = 0;
+        gguf_array ds = {0};
+        CHECK(gguf_get_str(f, "general.type", &type, &err) == 0 && gguf_str_eq(type, "imatrix") &&
+                  gguf_get_u32(f, "imatrix.chunk_size", &cs, &err) == 0 && cs == 64 &&
+                  gguf_get_u32(f, "imatrix.chunk_count", &cc, &err) == 0 && cc == 3 &&
+                  gguf_get_arr(f, "imatrix.datasets", GGUF_TYPE_STRING, &ds, &err) == 0 && ds.n == 1 &&
+                  gguf_str_eq(ds.strs[0], "one.txt"),
+              "GGUF keys: type, chunk size %u, chunk count %u, %llu datasets", cs, cc, (unsigned long long)ds.n);
+        const char *names[4] = {"blk.0.exps.weight.in_sum2", "blk.0.exps.weight.counts", "blk.1.x.weight.in_sum2",
+                                "blk.1.x.weight.counts"};
+        const uint64_t shapes[4][2] = {{3, 2}, {1, 2}, {4, 1}, {1, 1}};
+        bool ok = f->n_tensors == 4;
+        for (int i = 0; ok && i < 4; i++)
+            ok = gguf_str_eq(f->tensors[i].name, names[i]) && f->tensors[i].type == GGML_TYPE_F32 &&
+                 f->tensors[i].ne[0] == shapes[i][0] && f->tensors[i].ne[1] == shapes[i][1];
+        float counts[2];
+        if (ok) memcpy(counts, f->tensors[1].data, sizeof counts);
+        CHECK(ok && counts[0] == 1 && counts[1] == 0, "GGUF tensors: names, order, shapes, counts");
+        gguf_close(f);
+    }
+    tokd_imatrix *g = tokd_imatrix_load("comb.gguf", &err);
+    bool same = g && !g->counts_are_calls && g->n_entries == 2 && g->chunks == 3 && !strcmp(g->dataset, "one.txt");
+    for (size_t i = 0; same && i < 2; i++) {
+        const tokd_imatrix_entry *x = tokd_imatrix_find(a, g->entries[i].name), *y = &g->entries[i];
+        same = x && x->n == y->n && x->n_mat == y->n_mat && !memcmp(x->values, y->values, (size_t)x->n * sizeof(float));
+        for (int64_t j = 0; same && j < x->n; j++) same = x->sums[j] == y->sums[j];
+        for (int64_t j = 0; same && j < x->n_mat; j++) same = x->counts[j] == y->counts[j];
+    }
+    CHECK(same, "the GGUF file reads back: sums, counts, experts, values, chunks, dataset");
+    CHECK(tokd_imatrix_write(g, "comb2.gguf", TOKD_IMATRIX_GGUF, 64, &err) == 0 && same_file("comb.gguf", "comb2.gguf"),
+          "written again, the same bytes");
+
+    /* the legacy file: ncall = ceil(largest count / chunk size), each value mean * ncall
+       (1 * ncall where never reached), then the chunk count and the last dataset */
+    CHECK(tokd_imatrix_write(a, "comb.dat", TOKD_IMATRIX_DAT, 1, &err) == 0, "write legacy: %s", err.msg);
+    size_t len = 0;
+    char *bytes = tokd_read_file("comb.dat", &len);
+    tokd_buf want = {0};
+    const float sx[4] = {2, 4, 6, 8}, se[6] = {1, 2, 3, 1, 1, 1};
+    put_i32(&want, 2);
+    put_entry(&want, "blk.0.exps.weight", 1, se, 6);
+    put_entry(&want, "blk.1.x.weight", 2, sx, 4);
+    put_i32(&want, 3);
+    put_i32(&want, 7);
+    tokd_buf_append(&want, "one.txt", 7);
+    CHECK(bytes && len == want.len && !memcmp(bytes, want.data, len), "the legacy file's bytes (%zu against %zu)", len,
+          want.len);
+    free(bytes);
+    tokd_buf_free(&want);
+    CHECK(tokd_imatrix_write(a, "comb3.dat", TOKD_IMATRIX_DAT, 3, &err) == 0, "write legacy, chunk 3: %s", err.msg);
+    tokd_imatrix *d3 = tokd_imatrix_load("comb3.dat", &err);
+    CHECK(d3 && d3->entries[0].counts[0] == 1 && d3->entries[1].counts[0] == 1 && values_are(d3, "blk.1.x.weight", vx, 4),
+          "ncall rounded up (2 tokens over chunks of 3: 1 call), the values unchanged");
+    tokd_imatrix_free(d3);
+    tokd_imatrix *d = tokd_imatrix_load("comb.dat", &err);
+    CHECK(d && d->counts_are_calls && values_are(d, "blk.1.x.weight", vx, 4) && values_are(d, "blk.0.exps.weight", ve, 6),
+          "the legacy file reads back with the same values");
+    CHECK(d && tokd_imatrix_write(d, "raw.gguf", TOKD_IMATRIX_GGUF, 64, &err) != 0 && strstr(err.msg, "combine") &&
+              access("raw.gguf", F_OK) != 0,
+          "a legacy file's matrix is not written as it is: %s", err.msg);
+
+    /* combining: sums and counts add, a legacy file's scaled by the chunk size, and its
+       single count broadcast to the experts */
+    tokd_imatrix *all = tokd_imatrix_new();
+    CHECK(tokd_imatrix_combine(all, a, 10, &err) == 0 && d && tokd_imatrix_combine(all, d, 10, &err) == 0,
+          "combine: %s", err.msg);
+    const tokd_imatrix_entry *ex = tokd_imatrix_find(all, "blk.0.exps.weight"), *xx = tokd_imatrix_find(all, "blk.1.x.weight");
+    const float vall[6] = {1, 2, 3, 2, 3, 4};
+    CHECK(ex && ex->n_mat == 2 && ex->counts[0] == 11 && ex->counts[1] == 10 && ex->sums[3] == 20 && xx &&
+              xx->counts[0] == 22 && xx->sums[3] == 88 && values_are(all, "blk.1.x.weight", vx, 4) &&
+              values_are(all, "blk.0.exps.weight", vall, 6),
+          "combined: counts %g %g and %g", ex ? ex->counts[0] : -1, ex ? ex->counts[1] : -1, xx ? xx->counts[0] : -1);
+    CHECK(all->chunks == 6 && all->n_datasets == 2 && !strcmp(all->dataset, "one.txt, one.txt"),
+          "chunks add (%d), datasets follow one another ('%s')", all->chunks, all->dataset);
+    tokd_imatrix *one = tokd_imatrix_new(); /* one count meeting per-expert counts */
+    const double c4[1] = {4};
+    tokd_imatrix_add(one, "blk.0.exps.weight", s2, 6, c4, 1);
+    CHECK(tokd_imatrix_combine(one, a, 1, &err) == 0 && one->entries[0].n_mat == 2 && one->entries[0].counts[0] == 5 &&
+              one->entries[0].counts[1] == 4 && one->n_entries == 2,
+          "a single count broadcast to the experts it meets");
+    /* sizes that differ are refused, naming the entry, and nothing changes */
+    tokd_imatrix *bad = tokd_imatrix_new();
+    tokd_imatrix_add(bad, "blk.2.new.weight", s1, 4, c1, 1);
+    tokd_imatrix_add(bad, "blk.1.x.weight", s1, 3, c1, 1);
+    const size_t before = all->n_entries;
+    CHECK(tokd_imatrix_combine(all, bad, 1, &err) != 0 && strstr(err.msg, "blk.1.x.weight") && all->n_entries == before &&
+              values_are(all, "blk.1.x.weight", vx, 4) && all->chunks == 6,
+          "a size mismatch refused, the matrix unchanged: %s", err.msg);
+    /* a write that cannot happen leaves nothing, and an earlier file as it was */
+    CHECK(tokd_imatrix_write(all, "no/such/dir/x.gguf", TOKD_IMATRIX_GGUF, 1, &err) != 0 && access("no", F_OK) != 0,
+          "an unwritable path: %s", err.msg);
+    CHECK(tokd_write_file("kept.gguf", "old", 3, &err) == 0 && mkdir("kept.gguf.tmp", 0700) == 0 &&
+              tokd_imatrix_write(all, "kept.gguf", TOKD_IMATRIX_GGUF, 1, &err) != 0,
+          "a write whose temporary file cannot be made fails: %s", err.msg);
+    bytes = tokd_read_file("kept.gguf", &len);
+    CHECK(bytes && len == 3 && !memcmp(bytes, "old", 3), "and leaves the earlier file as it was");
+    free(bytes);
+    tokd_imatrix_free(bad);
+    tokd_imatrix_free(one);
+    tokd_imatrix_free(all);
+    tokd_imatrix_free(d);
+    tokd_imatrix_free(g);
+    tokd_imatrix_free(a);
 }
 
 int main(void) {
@@ -602,6 +766,7 @@ int main(void) {
     check_quantize(src);
     CHECK(chdir(tmpdir) == 0, "chdir %s", tmpdir);
     check_collect(src);
+    check_combine();
     if (!t_failed) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         CHECK(system(cmd) == 0, "cleanup");

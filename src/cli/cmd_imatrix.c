@@ -1,23 +1,78 @@
-/* cmd_imatrix.c — `tokd imatrix -m MODEL -f TEXT -o OUT [-c N] [-b N] [--chunks N]
- * [--process-output] [-t N]`: an importance matrix of MODEL over the calibration text in
- * TEXT (src/imatrix_collect.h), written in llama-imatrix's legacy format for
- * `tokd quantize --imatrix` (and llama-quantize). -c: tokens per chunk (default 512),
- * -b: tokens per forward batch (default: the chunk), --chunks: at most this many chunks,
- * --process-output: include output.weight, as llama-imatrix's option of that name. */
+/* cmd_imatrix.c — `tokd imatrix [-m MODEL -f TEXT] [--in-file F]... -o OUT
+ * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--process-output] [-t N]`: an
+ * importance matrix of MODEL over the calibration text in TEXT (src/imatrix_collect.h),
+ * added to the matrices of any --in-file (either format; src/imatrix.h), written for
+ * `tokd quantize --imatrix` (and llama-quantize). With --in-file and no model it combines
+ * or converts files only. As llama-imatrix since July 2025 the file is GGUF unless
+ * --output-format dat asks for the legacy one, with a warning when a GGUF file's name
+ * does not end in .gguf. -c: tokens per chunk (default 512; also the chunk size that a
+ * legacy --in-file's counts are scaled by, as llama-imatrix's, and the one the file
+ * records; without -c and a model, the first GGUF input's, so that a conversion keeps
+ * it), -b: tokens per forward
+ * batch (default: the chunk), --chunks: at most this many chunks, --process-output:
+ * include output.weight, as llama-imatrix's option of that name. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "imatrix_collect.h"
 
+#define MAX_IN_FILES 64
+
+static int parse_format(const char *cmd, const char *opt, const char *val, void *dst) {
+    int *fmt = dst;
+    if (!strcmp(val, "gguf")) *fmt = TOKD_IMATRIX_GGUF;
+    else if (!strcmp(val, "dat")) *fmt = TOKD_IMATRIX_DAT;
+    else {
+        fprintf(stderr, "tokd %s: %s takes gguf or dat, not '%s'\n", cmd, opt, val);
+        return -1;
+    }
+    return 0;
+}
+
+/* The matrix of MODEL over TEXT, or NULL after printing why. */
+static tokd_imatrix *compute(const char *model_path, const char *text_path, const tokd_imatrix_params *p,
+                             bool process_output) {
+    tokd_err err;
+    size_t len;
+    char *text = tokd_read_file(text_path, &len);
+    if (!text) {
+        fprintf(stderr, "tokd imatrix: cannot read '%s'\n", text_path);
+        return NULL;
+    }
+    tokd_model *m = tokd_model_load(model_path, &err);
+    if (!m) {
+        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+        free(text);
+        return NULL;
+    }
+    tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, process_output);
+    int chunks = tokd_imatrix_compute(m, text, len, p, c, stderr, &err);
+    tokd_imatrix *im = NULL;
+    if (chunks < 0)
+        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+    else {
+        im = tokd_imatrix_collector_result(c, text_path, chunks);
+        fprintf(stderr, "tokd imatrix: %lld tokens in %d chunks\n", (long long)tokd_imatrix_collector_tokens(c), chunks);
+    }
+    tokd_imatrix_collector_free(c);
+    tokd_model_free(m);
+    free(text);
+    return im;
+}
+
 int cmd_imatrix(int argc, char **argv) {
-    const char *model_path = NULL, *text_path = NULL, *out_path = NULL;
-    long n_threads = 0, n_ctx = 512, n_batch = 0, n_chunks = 0;
+    const char *model_path = NULL, *text_path = NULL, *out_path = NULL, *in_files[MAX_IN_FILES];
+    long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0;
+    int n_in = 0, format = -1;
     bool process_output = false;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
         CLI_STR("-f", "--file", &text_path),
         CLI_STR("-o", "--output", &out_path),
+        CLI_LIST("--in-file", NULL, in_files, MAX_IN_FILES, &n_in, "input matrices"),
+        CLI_CALL("--output-format", NULL, parse_format, &format),
         CLI_INT("-c", "--ctx-size", &n_ctx, 16, 1 << 20),
         CLI_INT("-b", "--batch-size", &n_batch, 0, 1 << 20),
         CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30),
@@ -26,34 +81,44 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_END,
     };
     if (cli_parse("imatrix", argc, argv, opts)) return 2;
-    if (!model_path || !text_path || !out_path) {
-        fprintf(stderr, "tokd imatrix: need -m MODEL -f TEXT -o OUT\n");
+    if (!out_path || (!model_path && !text_path && !n_in) || !model_path != !text_path) {
+        fprintf(stderr, "tokd imatrix: need -m MODEL -f TEXT (or --in-file FILE) and -o OUT\n");
         return 2;
     }
     tokd_err err;
-    size_t len;
-    char *text = tokd_read_file(text_path, &len);
-    if (!text) {
-        fprintf(stderr, "tokd imatrix: cannot read '%s'\n", text_path);
-        return 1;
+    tokd_imatrix *all = tokd_imatrix_new(), *in[MAX_IN_FILES] = {0};
+    int rc = 0;
+    for (int i = 0; i < n_in && !rc; i++) {
+        in[i] = tokd_imatrix_load(in_files[i], &err);
+        if (!in[i]) fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+        rc = !in[i];
+        if (!n_ctx && !model_path && in[i] && in[i]->chunk_size > 0) n_ctx = in[i]->chunk_size;
     }
-    tokd_model *m = tokd_model_load(model_path, &err);
-    if (!m) {
-        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
-        free(text);
-        return 1;
+    if (!n_ctx) n_ctx = 512;
+    for (int i = 0; i < n_in && !rc; i++) { /* first, as llama-imatrix: their datasets come first */
+        rc = tokd_imatrix_combine(all, in[i], (int32_t)n_ctx, &err);
+        if (rc) fprintf(stderr, "tokd imatrix: %s: %s\n", in_files[i], err.msg);
     }
-    tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, process_output);
-    const tokd_imatrix_params p = {(int32_t)n_ctx, (int32_t)n_batch, (int32_t)n_chunks, (int32_t)n_threads};
-    int chunks = tokd_imatrix_compute(m, text, len, &p, c, stderr, &err);
-    int rc = chunks < 0 || tokd_imatrix_collector_write(c, out_path, text_path, chunks, &err);
-    if (rc)
-        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
-    else
-        fprintf(stderr, "tokd imatrix: %lld tokens in %d chunks; wrote %s\n", (long long)tokd_imatrix_collector_tokens(c),
-                chunks, out_path);
-    tokd_imatrix_collector_free(c);
-    tokd_model_free(m);
-    free(text);
+    for (int i = 0; i < n_in; i++) tokd_imatrix_free(in[i]);
+    if (!rc && model_path) {
+        const tokd_imatrix_params p = {(int32_t)n_ctx, (int32_t)n_batch, (int32_t)n_chunks, (int32_t)n_threads};
+        tokd_imatrix *im = compute(model_path, text_path, &p, process_output);
+        rc = !im || tokd_imatrix_combine(all, im, (int32_t)n_ctx, &err);
+        if (im && rc) fprintf(stderr, "tokd imatrix: %s and the computed matrix: %s\n", n_in > 1 ? "the input files" : in_files[0], err.msg);
+        tokd_imatrix_free(im);
+    }
+    if (!rc) {
+        const size_t ol = strlen(out_path);
+        if (format < 0 && (ol < 5 || strcmp(out_path + ol - 5, ".gguf")))
+            fprintf(stderr, "tokd imatrix: writing GGUF to a name without .gguf; --output-format dat gives the legacy file\n");
+        const tokd_imatrix_format fmt = format == TOKD_IMATRIX_DAT ? TOKD_IMATRIX_DAT : TOKD_IMATRIX_GGUF;
+        rc = tokd_imatrix_write(all, out_path, fmt, (int32_t)n_ctx, &err);
+        if (rc)
+            fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+        else
+            fprintf(stderr, "tokd imatrix: wrote %s (%s, %zu entries, %d chunks)\n", out_path,
+                    fmt == TOKD_IMATRIX_DAT ? "legacy format" : "GGUF", all->n_entries, all->chunks);
+    }
+    tokd_imatrix_free(all);
     return rc ? 1 : 0;
 }
