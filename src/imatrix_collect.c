@@ -1,6 +1,7 @@
 /* imatrix_collect.c — see imatrix_collect.h. */
 #include "imatrix_collect.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,19 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
     return im;
 }
 
+/* -log softmax(row)[next]: the row's maximum taken out, the exponentials summed in
+ * double (as llama-imatrix's log_softmax). */
+static double neg_log_prob(const float *row, int32_t n_vocab, int32_t next) {
+    float mx = row[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (row[i] > mx) mx = row[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += expf(row[i] - mx);
+    return -((double)(row[next] - mx) - log(sum));
+}
+
 int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
-                         tokd_imatrix_collector *c, FILE *log, tokd_err *err) {
+                         tokd_imatrix_collector *c, tokd_imatrix_ppl *ppl, FILE *log, tokd_err *err) {
     if (p->n_ctx < 16) return tokd_seterr(err, "chunks of %d tokens: at least 16 are needed", (int)p->n_ctx);
     int32_t *toks = NULL;
     size_t n_toks = 0;
@@ -132,8 +144,12 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
     cp.n_threads = p->n_threads;
     tokd_ctx *ctx = tokd_ctx_new(m, &cp, err);
     tokd_batch_entry *batch = tokd_xmalloc((size_t)cp.n_batch * sizeof *batch);
-    /* the output's input is seen only for rows whose logits are computed */
-    float *logits = c->process_output ? tokd_xmalloc((size_t)cp.n_batch * (size_t)m->hp.n_vocab * sizeof(float)) : NULL;
+    /* logits: for the output's input, seen only for rows whose logits are computed (every
+       row), and for the perplexity (the second half's rows) */
+    const int32_t first = p->n_ctx / 2, n_vocab = m->hp.n_vocab;
+    const bool all_rows = c->process_output;
+    float *logits = all_rows || ppl ? tokd_xmalloc((size_t)cp.n_batch * (size_t)n_vocab * sizeof(float)) : NULL;
+    if (ppl) *ppl = (tokd_imatrix_ppl){0};
     int rc = ctx ? 0 : -1;
     if (ctx) tokd_ctx_set_observer(ctx, tokd_imatrix_observe, c);
     for (int64_t k = 0; k < n_chunks && !rc; k++) {
@@ -141,11 +157,32 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
         tokd_seq_truncate(ctx, 0, 0);
         for (int32_t b0 = 0; b0 < p->n_ctx && !rc; b0 += cp.n_batch) {
             const int32_t nb = p->n_ctx - b0 < cp.n_batch ? p->n_ctx - b0 : cp.n_batch;
-            for (int32_t i = 0; i < nb; i++)
-                batch[i] = (tokd_batch_entry){b0 + i == 0 && add_bos ? bos : chunk[b0 + i], b0 + i, 0, logits != NULL};
-            rc = tokd_forward(ctx, batch, nb, logits, err);
+            int32_t n_out = 0; /* logits rows come back in batch order, for the rows asked */
+            for (int32_t i = 0; i < nb; i++) {
+                const int32_t pos = b0 + i;
+                const bool want = all_rows || (ppl && pos >= first && pos < p->n_ctx - 1);
+                batch[i] = (tokd_batch_entry){pos == 0 && add_bos ? bos : chunk[pos], pos, 0, want};
+                n_out += want;
+            }
+            rc = tokd_forward(ctx, batch, nb, n_out ? logits : NULL, err);
+            if (rc || !ppl) continue;
+            for (int32_t i = 0, row = 0; i < nb; i++) {
+                if (!batch[i].logits) continue;
+                const int32_t pos = b0 + i;
+                if (pos >= first && pos < p->n_ctx - 1) {
+                    const double v = neg_log_prob(logits + (size_t)row * (size_t)n_vocab, n_vocab, chunk[pos + 1]);
+                    ppl->nll += v;
+                    ppl->nll2 += v * v;
+                    ppl->n++;
+                }
+                row++;
+            }
         }
-        if (log && !rc) fprintf(log, "tokd imatrix: chunk %lld of %lld\n", (long long)k + 1, (long long)n_chunks);
+        if (log && !rc) {
+            fprintf(log, "tokd imatrix: chunk %lld of %lld", (long long)k + 1, (long long)n_chunks);
+            if (ppl && ppl->n) fprintf(log, ", PPL %.4f", exp(ppl->nll / (double)ppl->n));
+            fputc('\n', log);
+        }
     }
     free(batch);
     free(logits);

@@ -39,11 +39,19 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
  * once (with the model's BOS), cut into chunks of n_ctx tokens, each chunk's first token
  * made BOS where the model adds one, each evaluated from an empty cache in batches of at
  * most n_batch. n_chunks <= 0: all whole chunks. Progress lines to log (or NULL).
+ * With ppl, also the model's perplexity on the text as llama-imatrix prints it: each
+ * chunk's second half of positions (from n_ctx / 2 to n_ctx - 2) scored on the token
+ * that follows, the negative log-likelihoods summed in double; each progress line
+ * then carries the running estimate exp(nll / n).
  * Returns the number of chunks run, or -1 with err set (a text shorter than one chunk). */
 typedef struct {
     int32_t n_ctx, n_batch, n_chunks, n_threads;
 } tokd_imatrix_params;
+typedef struct {
+    double nll, nll2; /* sums of -log p(next token) and of its square */
+    int64_t n;        /* positions scored */
+} tokd_imatrix_ppl;
 int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
-                         tokd_imatrix_collector *c, FILE *log, tokd_err *err);
+                         tokd_imatrix_collector *c, tokd_imatrix_ppl *ppl, FILE *log, tokd_err *err);
 
 #endif

@@ -395,8 +395,18 @@ static void test_imatrix(void) {
     char *compute[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", a, "-c", "64", "--chunks", "3", NULL};
     run(compute, &r);
     CHECK(r.code == 0 && strstr(r.err.data, "192 tokens in 3 chunks") && strstr(r.err.data, "(GGUF, 35 entries, 3 chunks)") &&
-              !strstr(r.err.data, "without .gguf"),
-          "imatrix computed: %d %s", r.code, r.err.data);
+              !strstr(r.err.data, "without .gguf") && strstr(r.err.data, "chunk 3 of 3, PPL ") &&
+              strstr(r.err.data, "tokd imatrix: PPL ") && strstr(r.err.data, " over 93 positions"),
+          "imatrix computed, with its perplexity: %d %s", r.code, r.err.data);
+    proc_free(&r);
+    char *no_ppl[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", g, "-c", "64", "--chunks", "3", "--no-ppl", NULL};
+    run(no_ppl, &r);
+    size_t la = 0, lg = 0;
+    char *ba = tokd_read_file(a, &la), *bg = tokd_read_file(g, &lg);
+    CHECK(r.code == 0 && !strstr(r.err.data, "PPL") && ba && bg && la == lg && !memcmp(ba, bg, la),
+          "--no-ppl: no perplexity, the same file: %s", r.err.data);
+    free(ba);
+    free(bg);
     proc_free(&r);
     tokd_imatrix *ma = tokd_imatrix_load(a, &err);
     CHECK(ma && !ma->counts_are_calls && ma->n_entries == 35 && ma->chunks == 3 && ma->chunk_size == 64 && !strcmp(ma->dataset, text) &&

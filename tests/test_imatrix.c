@@ -517,7 +517,7 @@ static void check_collect(const char *src) {
                        "The bird laughed, and then it stayed, and the two of them counted together ever after.";
     const tokd_imatrix_params p = {32, 16, 0, 2};
     tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, false);
-    int chunks = tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, &err);
+    int chunks = tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, NULL, &err);
     int32_t *toks = NULL;
     size_t n_toks = 0;
     CHECK(tokd_tokenize(m->tok, text, strlen(text), true, false, &toks, &n_toks, &err) == 0, "tokenize");
@@ -580,11 +580,54 @@ static void check_collect(const char *src) {
     CHECK(tokd_quantize_file_opts(src, "computed-Q4_K_M.gguf", "Q4_K_M", &with, 2, NULL, &err) == 0 &&
               !same_tensors("computed-Q4_K_M.gguf", "plain-Q4_K_M.gguf"),
           "quantized with the computed matrix: %s", err.msg);
+    /* the perplexity, as llama-imatrix prints it: each chunk's positions 16..30 scored on
+       the next token; against the logits of each whole chunk in one batch, scored here in
+       double; and the matrix the same with it as without */
+    tokd_imatrix_collector *cp = tokd_imatrix_collector_new(m, false);
+    tokd_imatrix_ppl ppl;
+    CHECK(tokd_imatrix_compute(m, text, strlen(text), &p, cp, &ppl, NULL, &err) == chunks, "again, with the perplexity");
+    tokd_imatrix *imp = tokd_imatrix_collector_result(cp, "story.txt", chunks);
+    bool same_m = imp->n_entries == im->n_entries;
+    for (size_t i = 0; same_m && i < im->n_entries; i++)
+        same_m = !memcmp(imp->entries[i].values, im->entries[i].values, sizeof(float) * (size_t)im->entries[i].n);
+    CHECK(same_m, "the matrix is the same with the perplexity as without");
+    tokd_ctx_params ctxp;
+    tokd_ctx_params_default(&ctxp);
+    ctxp.n_ctx = ctxp.n_batch = 32;
+    ctxp.n_threads = 2;
+    tokd_ctx *ctx = tokd_ctx_new(m, &ctxp, &err);
+    const int V = m->hp.n_vocab;
+    float *lg = malloc(sizeof(float) * 32 * (size_t)V);
+    double nll = 0, nll2 = 0;
+    int64_t n_scored = 0;
+    for (int k = 0; ctx && k < chunks; k++) {
+        tokd_batch_entry b[32];
+        for (int i = 0; i < 32; i++) b[i] = (tokd_batch_entry){i == 0 && toks[0] == bos ? bos : toks[k * 32 + i], i, 0, true};
+        tokd_seq_truncate(ctx, 0, 0);
+        CHECK(tokd_forward(ctx, b, 32, lg, &err) == 0, "forward chunk %d", k);
+        for (int i = 16; i < 31; i++) {
+            const float *row = lg + (size_t)i * V;
+            double mx = row[0], z = 0;
+            for (int j = 1; j < V; j++) mx = fmax(mx, row[j]);
+            for (int j = 0; j < V; j++) z += exp((double)row[j] - mx);
+            const double v = log(z) - ((double)row[toks[k * 32 + i + 1]] - mx);
+            nll += v;
+            nll2 += v * v;
+            n_scored++;
+        }
+    }
+    CHECK(ppl.n == n_scored && n_scored == (int64_t)chunks * 15 && fabs(ppl.nll - nll) <= 1e-6 * nll &&
+              fabs(ppl.nll2 - nll2) <= 1e-6 * nll2,
+          "perplexity over %lld positions: nll %.9g against %.9g", (long long)ppl.n, ppl.nll, nll);
+    free(lg);
+    tokd_ctx_free(ctx);
+    tokd_imatrix_free(imp);
+    tokd_imatrix_collector_free(cp);
     tokd_imatrix_free(im);
     tokd_imatrix_collector_free(c);
     /* with the output (tiny-llama's is not tied) */
     c = tokd_imatrix_collector_new(m, true);
-    CHECK(tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, &err) == chunks, "again, with the output");
+    CHECK(tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, NULL, &err) == chunks, "again, with the output");
     im = tokd_imatrix_collector_result(c, "", chunks);
     const tokd_imatrix_entry *out = tokd_imatrix_find(im, "output.weight");
     CHECK(im->n_entries == (size_t)(7 * L + 1) && out && out->n == E, "--process-output adds output.weight");
@@ -592,7 +635,7 @@ static void check_collect(const char *src) {
     tokd_imatrix_collector_free(c);
     /* a text shorter than a chunk */
     c = tokd_imatrix_collector_new(m, false);
-    CHECK(tokd_imatrix_compute(m, "Too short.", 10, &p, c, NULL, &err) < 0 && strstr(err.msg, "fewer than one chunk"),
+    CHECK(tokd_imatrix_compute(m, "Too short.", 10, &p, c, NULL, NULL, &err) < 0 && strstr(err.msg, "fewer than one chunk"),
           "short text refused: %s", err.msg);
     im = tokd_imatrix_collector_result(c, "", 0);
     CHECK(im->n_entries == 0 && tokd_imatrix_write(im, "empty.imatrix", TOKD_IMATRIX_GGUF, 32, &err) != 0 &&

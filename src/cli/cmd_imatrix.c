@@ -1,16 +1,19 @@
 /* cmd_imatrix.c — `tokd imatrix [-m MODEL -f TEXT] [--in-file F]... -o OUT
- * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--process-output] [-t N]`: an
- * importance matrix of MODEL over the calibration text in TEXT (src/imatrix_collect.h),
- * added to the matrices of any --in-file (either format; src/imatrix.h), written for
- * `tokd quantize --imatrix` (and llama-quantize). With --in-file and no model it combines
- * or converts files only. As llama-imatrix since July 2025 the file is GGUF unless
- * --output-format dat asks for the legacy one, with a warning when a GGUF file's name
- * does not end in .gguf. -c: tokens per chunk (default 512; also the chunk size that a
- * legacy --in-file's counts are scaled by, as llama-imatrix's, and the one the file
- * records; without -c and a model, the first GGUF input's, so that a conversion keeps
- * it), -b: tokens per forward
- * batch (default: the chunk), --chunks: at most this many chunks, --process-output:
- * include output.weight, as llama-imatrix's option of that name. */
+ * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--process-output] [--no-ppl]
+ * [-t N]`: an importance matrix of MODEL over the calibration text in TEXT
+ * (src/imatrix_collect.h), added to the matrices of any --in-file (either format;
+ * src/imatrix.h), written for `tokd quantize --imatrix` (and llama-quantize). With
+ * --in-file and no model it combines or converts files only. As llama-imatrix since July
+ * 2025 the file is GGUF unless --output-format dat asks for the legacy one, with a
+ * warning when a GGUF file's name does not end in .gguf. -c: tokens per chunk (default
+ * 512; also the chunk size that a legacy --in-file's counts are scaled by, as
+ * llama-imatrix's, and the one the file records; without -c and a model, the first GGUF
+ * input's, so that a conversion keeps it), -b: tokens per forward batch (default: the
+ * chunk), --chunks: at most this many chunks, --process-output: include output.weight,
+ * as llama-imatrix's option of that name. As llama-imatrix it also reports the model's
+ * perplexity on the text (each chunk's second half), chunk by chunk and at the end;
+ * --no-ppl leaves it out (and the output product with it). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,7 @@ static int parse_format(const char *cmd, const char *opt, const char *val, void 
 
 /* The matrix of MODEL over TEXT, or NULL after printing why. */
 static tokd_imatrix *compute(const char *model_path, const char *text_path, const tokd_imatrix_params *p,
-                             bool process_output) {
+                             bool process_output, bool with_ppl) {
     tokd_err err;
     size_t len;
     char *text = tokd_read_file(text_path, &len);
@@ -48,13 +51,19 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, cons
         return NULL;
     }
     tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, process_output);
-    int chunks = tokd_imatrix_compute(m, text, len, p, c, stderr, &err);
+    tokd_imatrix_ppl ppl;
+    int chunks = tokd_imatrix_compute(m, text, len, p, c, with_ppl ? &ppl : NULL, stderr, &err);
     tokd_imatrix *im = NULL;
     if (chunks < 0)
         fprintf(stderr, "tokd imatrix: %s\n", err.msg);
     else {
         im = tokd_imatrix_collector_result(c, text_path, chunks);
         fprintf(stderr, "tokd imatrix: %lld tokens in %d chunks\n", (long long)tokd_imatrix_collector_tokens(c), chunks);
+        if (with_ppl && ppl.n > 1) { /* llama-imatrix's final estimate: exp(mean), its standard error */
+            const double mean = ppl.nll / (double)ppl.n, var = ppl.nll2 / (double)ppl.n - mean * mean;
+            const double pp = exp(mean), se = var > 0 ? sqrt(var / (double)(ppl.n - 1)) * pp : 0;
+            fprintf(stderr, "tokd imatrix: PPL %.4f +/- %.5f over %lld positions\n", pp, se, (long long)ppl.n);
+        }
     }
     tokd_imatrix_collector_free(c);
     tokd_model_free(m);
@@ -66,7 +75,7 @@ int cmd_imatrix(int argc, char **argv) {
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL, *in_files[MAX_IN_FILES];
     long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0;
     int n_in = 0, format = -1;
-    bool process_output = false;
+    bool process_output = false, no_ppl = false;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
         CLI_STR("-f", "--file", &text_path),
@@ -77,6 +86,7 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_INT("-b", "--batch-size", &n_batch, 0, 1 << 20),
         CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30),
         CLI_FLAG("--process-output", NULL, &process_output),
+        CLI_FLAG("--no-ppl", NULL, &no_ppl),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
@@ -102,7 +112,7 @@ int cmd_imatrix(int argc, char **argv) {
     for (int i = 0; i < n_in; i++) tokd_imatrix_free(in[i]);
     if (!rc && model_path) {
         const tokd_imatrix_params p = {(int32_t)n_ctx, (int32_t)n_batch, (int32_t)n_chunks, (int32_t)n_threads};
-        tokd_imatrix *im = compute(model_path, text_path, &p, process_output);
+        tokd_imatrix *im = compute(model_path, text_path, &p, process_output, !no_ppl);
         rc = !im || tokd_imatrix_combine(all, im, (int32_t)n_ctx, &err);
         if (im && rc) fprintf(stderr, "tokd imatrix: %s and the computed matrix: %s\n", n_in > 1 ? "the input files" : in_files[0], err.msg);
         tokd_imatrix_free(im);
