@@ -128,7 +128,7 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
     if (p->n_ctx < 16) return tokd_seterr(err, "chunks of %d tokens: at least 16 are needed", (int)p->n_ctx);
     int32_t *toks = NULL;
     size_t n_toks = 0;
-    if (tokd_tokenize(m->tok, text, len, true, false, &toks, &n_toks, err)) return -1;
+    if (tokd_tokenize(m->tok, text, len, true, p->parse_special, &toks, &n_toks, err)) return -1;
     int64_t n_chunks = (int64_t)n_toks / p->n_ctx;
     if (p->n_chunks > 0 && p->n_chunks < n_chunks) n_chunks = p->n_chunks;
     if (n_chunks < 1) {
@@ -183,6 +183,7 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
             if (ppl && ppl->n) fprintf(log, ", PPL %.4f", exp(ppl->nll / (double)ppl->n));
             fputc('\n', log);
         }
+        if (p->chunk_done && !rc) p->chunk_done(p->user, c, (int)k + 1);
     }
     free(batch);
     free(logits);

@@ -39,6 +39,9 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
  * once (with the model's BOS), cut into chunks of n_ctx tokens, each chunk's first token
  * made BOS where the model adds one, each evaluated from an empty cache in batches of at
  * most n_batch. n_chunks <= 0: all whole chunks. Progress lines to log (or NULL).
+ * parse_special: special tokens written in the text are read as such (as
+ * llama-imatrix's --parse-special). chunk_done, where set, is called after each chunk
+ * with the chunks run so far (tokd imatrix --save-frequency saves from there).
  * With ppl, also the model's perplexity on the text as llama-imatrix prints it: each
  * chunk's second half of positions (from n_ctx / 2 to n_ctx - 2) scored on the token
  * that follows, the negative log-likelihoods summed in double; each progress line
@@ -46,6 +49,9 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
  * Returns the number of chunks run, or -1 with err set (a text shorter than one chunk). */
 typedef struct {
     int32_t n_ctx, n_batch, n_chunks, n_threads;
+    bool parse_special;
+    void (*chunk_done)(void *user, const tokd_imatrix_collector *c, int chunks);
+    void *user;
 } tokd_imatrix_params;
 typedef struct {
     double nll, nll2; /* sums of -log p(next token) and of its square */

@@ -399,15 +399,39 @@ static void test_imatrix(void) {
               strstr(r.err.data, "tokd imatrix: PPL ") && strstr(r.err.data, " over 93 positions"),
           "imatrix computed, with its perplexity: %d %s", r.code, r.err.data);
     proc_free(&r);
-    char *no_ppl[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", g, "-c", "64", "--chunks", "3", "--no-ppl", NULL};
+    char *no_ppl[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", g, "-c", "64", "--chunks", "3", "--no-ppl",
+                      "--save-frequency", "2", NULL};
     run(no_ppl, &r);
     size_t la = 0, lg = 0;
-    char *ba = tokd_read_file(a, &la), *bg = tokd_read_file(g, &lg);
+    char *ba = tokd_read_file(a, &la), *bg = tokd_read_file(g, &lg), at2[640];
     CHECK(r.code == 0 && !strstr(r.err.data, "PPL") && ba && bg && la == lg && !memcmp(ba, bg, la),
           "--no-ppl: no perplexity, the same file: %s", r.err.data);
     free(ba);
     free(bg);
+    snprintf(at2, sizeof at2, "%s.at_2", g);
+    tokd_imatrix *m2 = tokd_imatrix_load(at2, &err);
+    CHECK(strstr(r.err.data, "saved ") && m2 && m2->chunks == 2 && m2->entries[0].counts[0] == 128,
+          "--save-frequency 2: the matrix after 2 chunks in %s", at2);
+    tokd_imatrix_free(m2);
+    unlink(at2);
     proc_free(&r);
+    /* --parse-special: "<s>" written in the text is one token, not three pieces */
+    char specials[600];
+    snprintf(specials, sizeof specials, "%s/specials.txt", dir);
+    f = fopen(specials, "w");
+    for (int i = 0; f && i < 300; i++) fputs("<s>", f);
+    if (f) fclose(f);
+    char *plain_sp[] = {(char *)tokd, "imatrix", "-m", model, "-f", specials, "-o", e, "-c", "64", "--no-ppl", NULL};
+    char *parse_sp[] = {(char *)tokd, "imatrix", "-m", model, "-f", specials, "-o", e, "-c", "64", "--no-ppl", "--parse-special", NULL};
+    proc_result rp;
+    run(plain_sp, &r);
+    run(parse_sp, &rp);
+    CHECK(r.code == 0 && rp.code == 0 && strstr(rp.err.data, "256 tokens in 4 chunks") && !strstr(r.err.data, "in 4 chunks"),
+          "--parse-special: '%s' against '%s'", rp.err.data, r.err.data);
+    proc_free(&r);
+    proc_free(&rp);
+    unlink(e);
+    unlink(specials);
     tokd_imatrix *ma = tokd_imatrix_load(a, &err);
     CHECK(ma && !ma->counts_are_calls && ma->n_entries == 35 && ma->chunks == 3 && ma->chunk_size == 64 && !strcmp(ma->dataset, text) &&
               ma->entries[0].counts[0] == 192,

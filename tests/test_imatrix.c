@@ -515,7 +515,7 @@ static void check_collect(const char *src) {
                        "climbed the hill behind the old mill and counted, one by one, until the sun came up. "
                        "One morning a bird asked it why, and the robot said that someone had to remember them all. "
                        "The bird laughed, and then it stayed, and the two of them counted together ever after.";
-    const tokd_imatrix_params p = {32, 16, 0, 2};
+    const tokd_imatrix_params p = {.n_ctx = 32, .n_batch = 16, .n_chunks = 0, .n_threads = 2};
     tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, false);
     int chunks = tokd_imatrix_compute(m, text, strlen(text), &p, c, NULL, NULL, &err);
     int32_t *toks = NULL;

@@ -1,6 +1,6 @@
 /* cmd_imatrix.c — `tokd imatrix [-m MODEL -f TEXT] [--in-file F]... -o OUT
  * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--process-output] [--no-ppl]
- * [-t N]`: an importance matrix of MODEL over the calibration text in TEXT
+ * [--parse-special] [--save-frequency N] [-t N]`: an importance matrix of MODEL over the calibration text in TEXT
  * (src/imatrix_collect.h), added to the matrices of any --in-file (either format;
  * src/imatrix.h), written for `tokd quantize --imatrix` (and llama-quantize). With
  * --in-file and no model it combines or converts files only. As llama-imatrix since July
@@ -12,7 +12,9 @@
  * chunk), --chunks: at most this many chunks, --process-output: include output.weight,
  * as llama-imatrix's option of that name. As llama-imatrix it also reports the model's
  * perplexity on the text (each chunk's second half), chunk by chunk and at the end;
- * --no-ppl leaves it out (and the output product with it). */
+ * --no-ppl leaves it out (and the output product with it). --parse-special reads special
+ * tokens written in the text as such; --save-frequency N writes the matrix so far to
+ * OUT.at_<chunks> every N chunks, both as llama-imatrix's options of those names. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +36,48 @@ static int parse_format(const char *cmd, const char *opt, const char *val, void 
     return 0;
 }
 
-/* The matrix of MODEL over TEXT, or NULL after printing why. */
-static tokd_imatrix *compute(const char *model_path, const char *text_path, const tokd_imatrix_params *p,
-                             bool process_output, bool with_ppl) {
+/* What a save along the way needs: the inputs' matrix, the output and its format. */
+typedef struct {
+    const tokd_imatrix *inputs;
+    const char *out_path, *text_path;
+    tokd_imatrix_format fmt;
+    int32_t chunk_size, every;
+} saver;
+
+/* The matrix so far: the inputs' and the collected one's. */
+static tokd_imatrix *so_far(const tokd_imatrix *inputs, const tokd_imatrix_collector *c, const char *text_path,
+                            int chunks, int32_t chunk_size) {
+    tokd_imatrix *all = tokd_imatrix_new(), *im = tokd_imatrix_collector_result(c, text_path, chunks);
+    tokd_err err;
+    tokd_imatrix_combine(all, inputs, chunk_size, &err); /* token counts already: cannot fail */
+    if (tokd_imatrix_combine(all, im, chunk_size, &err)) {
+        fprintf(stderr, "tokd imatrix: the input files and the computed matrix: %s\n", err.msg);
+        tokd_imatrix_free(all);
+        all = NULL;
+    }
+    tokd_imatrix_free(im);
+    return all;
+}
+
+/* --save-frequency: OUT.at_N every `every` chunks, as llama-imatrix names them. */
+static void save_along(void *user, const tokd_imatrix_collector *c, int chunks) {
+    const saver *sv = user;
+    if (sv->every <= 0 || chunks % sv->every) return;
+    tokd_imatrix *all = so_far(sv->inputs, c, sv->text_path, chunks, sv->chunk_size);
+    tokd_buf path = {0};
+    tokd_buf_appendf(&path, "%s.at_%d", sv->out_path, chunks);
+    tokd_err err;
+    if (all && tokd_imatrix_write(all, path.data, sv->fmt, sv->chunk_size, &err))
+        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+    else if (all)
+        fprintf(stderr, "tokd imatrix: saved %s\n", path.data);
+    tokd_buf_free(&path);
+    tokd_imatrix_free(all);
+}
+
+/* The matrix of MODEL over TEXT added to the inputs', or NULL after printing why. */
+static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd_imatrix_params *p,
+                             bool process_output, bool with_ppl, saver *sv) {
     tokd_err err;
     size_t len;
     char *text = tokd_read_file(text_path, &len);
@@ -52,12 +93,14 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, cons
     }
     tokd_imatrix_collector *c = tokd_imatrix_collector_new(m, process_output);
     tokd_imatrix_ppl ppl;
+    p->chunk_done = save_along;
+    p->user = sv;
     int chunks = tokd_imatrix_compute(m, text, len, p, c, with_ppl ? &ppl : NULL, stderr, &err);
     tokd_imatrix *im = NULL;
     if (chunks < 0)
         fprintf(stderr, "tokd imatrix: %s\n", err.msg);
     else {
-        im = tokd_imatrix_collector_result(c, text_path, chunks);
+        im = so_far(sv->inputs, c, text_path, chunks, sv->chunk_size);
         fprintf(stderr, "tokd imatrix: %lld tokens in %d chunks\n", (long long)tokd_imatrix_collector_tokens(c), chunks);
         if (with_ppl && ppl.n > 1) { /* llama-imatrix's final estimate: exp(mean), its standard error */
             const double mean = ppl.nll / (double)ppl.n, var = ppl.nll2 / (double)ppl.n - mean * mean;
@@ -75,7 +118,8 @@ int cmd_imatrix(int argc, char **argv) {
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL, *in_files[MAX_IN_FILES];
     long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0;
     int n_in = 0, format = -1;
-    bool process_output = false, no_ppl = false;
+    long save_every = 0;
+    bool process_output = false, no_ppl = false, parse_special = false;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
         CLI_STR("-f", "--file", &text_path),
@@ -87,6 +131,8 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30),
         CLI_FLAG("--process-output", NULL, &process_output),
         CLI_FLAG("--no-ppl", NULL, &no_ppl),
+        CLI_FLAG("--parse-special", NULL, &parse_special),
+        CLI_INT("--save-frequency", NULL, &save_every, 0, 1 << 30),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
@@ -110,18 +156,20 @@ int cmd_imatrix(int argc, char **argv) {
         if (rc) fprintf(stderr, "tokd imatrix: %s: %s\n", in_files[i], err.msg);
     }
     for (int i = 0; i < n_in; i++) tokd_imatrix_free(in[i]);
+    const tokd_imatrix_format fmt = format == TOKD_IMATRIX_DAT ? TOKD_IMATRIX_DAT : TOKD_IMATRIX_GGUF;
     if (!rc && model_path) {
-        const tokd_imatrix_params p = {(int32_t)n_ctx, (int32_t)n_batch, (int32_t)n_chunks, (int32_t)n_threads};
-        tokd_imatrix *im = compute(model_path, text_path, &p, process_output, !no_ppl);
-        rc = !im || tokd_imatrix_combine(all, im, (int32_t)n_ctx, &err);
-        if (im && rc) fprintf(stderr, "tokd imatrix: %s and the computed matrix: %s\n", n_in > 1 ? "the input files" : in_files[0], err.msg);
-        tokd_imatrix_free(im);
+        tokd_imatrix_params p = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)n_batch, .n_chunks = (int32_t)n_chunks,
+                                 .n_threads = (int32_t)n_threads, .parse_special = parse_special};
+        saver sv = {all, out_path, text_path, fmt, (int32_t)n_ctx, (int32_t)save_every};
+        tokd_imatrix *im = compute(model_path, text_path, &p, process_output, !no_ppl, &sv);
+        tokd_imatrix_free(all);
+        all = im;
+        rc = !im;
     }
     if (!rc) {
         const size_t ol = strlen(out_path);
         if (format < 0 && (ol < 5 || strcmp(out_path + ol - 5, ".gguf")))
             fprintf(stderr, "tokd imatrix: writing GGUF to a name without .gguf; --output-format dat gives the legacy file\n");
-        const tokd_imatrix_format fmt = format == TOKD_IMATRIX_DAT ? TOKD_IMATRIX_DAT : TOKD_IMATRIX_GGUF;
         rc = tokd_imatrix_write(all, out_path, fmt, (int32_t)n_ctx, &err);
         if (rc)
             fprintf(stderr, "tokd imatrix: %s\n", err.msg);
