@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +41,18 @@ static void entry_clear(tokd_imatrix_entry *e) {
     free(e->counts);
 }
 
+/* The index of the entry named name[0 .. name_len), or -1. */
+static ptrdiff_t index_of(const tokd_imatrix *im, const char *name, size_t name_len) {
+    for (size_t i = 0; i < im->n_entries; i++)
+        if (strlen(im->entries[i].name) == name_len && !memcmp(im->entries[i].name, name, name_len)) return (ptrdiff_t)i;
+    return -1;
+}
+
 static tokd_imatrix_entry *entry_slot(tokd_imatrix *im, const char *name, size_t name_len) {
-    for (size_t i = 0; i < im->n_entries; i++) {
-        tokd_imatrix_entry *e = &im->entries[i];
-        if (strlen(e->name) == name_len && !memcmp(e->name, name, name_len)) {
-            entry_clear(e);
-            return e;
-        }
+    const ptrdiff_t i = index_of(im, name, name_len);
+    if (i >= 0) {
+        entry_clear(&im->entries[i]);
+        return &im->entries[i];
     }
     if ((im->n_entries & (im->n_entries - 1)) == 0) /* grow at powers of two */
         im->entries = tokd_xrealloc(im->entries, (im->n_entries ? 2 * im->n_entries : 1) * sizeof *im->entries);
@@ -293,19 +299,11 @@ void tokd_imatrix_free(tokd_imatrix *im) {
 }
 
 const tokd_imatrix_entry *tokd_imatrix_find(const tokd_imatrix *im, const char *name) {
-    if (!im) return NULL;
-    for (size_t i = 0; i < im->n_entries; i++)
-        if (!strcmp(im->entries[i].name, name)) return &im->entries[i];
-    return NULL;
+    const ptrdiff_t i = im ? index_of(im, name, strlen(name)) : -1;
+    return i >= 0 ? &im->entries[i] : NULL;
 }
 
 /* ---- combining ------------------------------------------------------------------- */
-
-static tokd_imatrix_entry *find_mut(tokd_imatrix *im, const char *name) {
-    for (size_t i = 0; i < im->n_entries; i++)
-        if (!strcmp(im->entries[i].name, name)) return &im->entries[i];
-    return NULL;
-}
 
 int tokd_imatrix_combine(tokd_imatrix *dst, const tokd_imatrix *src, int32_t chunk_size, tokd_err *err) {
     const double scale = src->counts_are_calls ? (double)(chunk_size > 0 ? chunk_size : 1) : 1.0;
@@ -317,7 +315,8 @@ int tokd_imatrix_combine(tokd_imatrix *dst, const tokd_imatrix *src, int32_t chu
     }
     for (size_t i = 0; i < src->n_entries; i++) {
         const tokd_imatrix_entry *s = &src->entries[i];
-        tokd_imatrix_entry *d = find_mut(dst, s->name);
+        const ptrdiff_t at = index_of(dst, s->name, strlen(s->name));
+        tokd_imatrix_entry *d = at >= 0 ? &dst->entries[at] : NULL;
         if (!d) {
             double *sums = tokd_xmalloc((size_t)s->n * sizeof *sums), *counts = tokd_xmalloc((size_t)s->n_mat * sizeof *counts);
             for (int64_t j = 0; j < s->n; j++) sums[j] = s->sums[j] * scale;
