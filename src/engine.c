@@ -536,7 +536,7 @@ static void sample_one(tokd_engine *e, req *r, const float *logits) {
         emit_token(e, r, tok, &res);
         if (r->gs && !tokd_grammar_done(r->gs))
             finish(e, r, TOKD_REQ_ERROR, TOKD_FINISH_NONE,
-                   tokd_grammar_failed(r->gs) ? "grammar: the output became too ambiguous to match (state bound exceeded)"
+                   tokd_grammar_failed(r->gs) ? "grammar: the output became too ambiguous to match (a bound on its states or its work was exceeded)"
                                               : "grammar: no token can continue the output (every allowed token is banned)");
         else finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
         return;

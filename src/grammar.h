@@ -33,7 +33,10 @@
  * (position, stack) pair once, and a state holds at most TOKD_GRAMMAR_MAX_STACKS stacks;
  * beyond that (a grammar so ambiguous it would blow up) the mask disallows the token that
  * would get there, and accept_bytes marks the state failed: the mask then allows only
- * end-of-generation tokens and accept returns -1.
+ * end-of-generation tokens and accept returns -1. A mask call also does at most
+ * TOKD_GRAMMAR_MASK_WORK items of closure work (the steps of every token it explores
+ * together); past that it marks the state failed too, so that no grammar a client sends
+ * can hold the scheduler for long on one token.
  *
  * Token mask. tokd_grammar_vocab holds, once per tokenizer, a trie of every token's output
  * bytes (tokd_token_piece without special rendering) in preorder with per-subtree byte
@@ -56,6 +59,7 @@
 #include "util.h"
 
 #define TOKD_GRAMMAR_MAX_STACKS 4096
+#define TOKD_GRAMMAR_MASK_WORK (1LL << 23) /* a state's default; tokd_grammar_state_set_work_budget */
 
 typedef struct tokd_grammar tokd_grammar;
 typedef struct tokd_grammar_vocab tokd_grammar_vocab;
@@ -98,6 +102,11 @@ bool tokd_grammar_done(const tokd_grammar_state *s);
 bool tokd_grammar_can_continue(const tokd_grammar_state *s);
 /* The state blew past its bounds (see above). */
 bool tokd_grammar_failed(const tokd_grammar_state *s);
+/* The closure work one mask call of s may do (default TOKD_GRAMMAR_MASK_WORK; tests and the
+ * fuzzer set less). */
+void tokd_grammar_state_set_work_budget(tokd_grammar_state *s, int64_t items);
+/* The closure work the last mask call did (up to just past its budget). */
+int64_t tokd_grammar_mask_work(const tokd_grammar_state *s);
 
 /* JSON Schema -> grammar (json_schema.c; see the comment there for what is supported).
  * any_object: ignore the schema (may be NULL) and accept any JSON object (response_format

@@ -15,6 +15,15 @@
  * set of (position, stack) pairs makes the closure polynomial; a cap on visits and on the
  * number of stacks bounds pathological grammars (the state is then marked failed).
  *
+ * Those caps bound one step; a mask takes a step per trie node it reaches (and up to 256
+ * more per state for its loop bytes), so a grammar ambiguous enough to keep thousands of
+ * stacks alive costs each mask thousands of steps of thousands of visits: a grammar
+ * libFuzzer found took 176 ms a mask on a 100k-token vocabulary, and nothing bounded the
+ * worst case but steps x visits. So a mask call also has a budget of closure work
+ * (TOKD_GRAMMAR_MASK_WORK items by default, about 0.1-0.2 s here); past it the state fails
+ * as at the other bounds. The masks of the JSON and test grammars on the shared vocabularies (32k to
+ * 100k tokens) do at most ~30k items, 1/280 of it.
+ *
  * Mask. Per call, states met while walking the trie are interned (so they compare as ints)
  * and transitions memoised; see grammar.h for the pruning. */
 #include <math.h>
@@ -219,6 +228,8 @@ struct tokd_grammar_state {
     int32_t cap_work;
     uint64_t *vis_key;
     uint32_t *vis_stamp, vis_mask, vis_gen, n_vis;
+    int64_t work_budget, work_left; /* closure work a mask call may do, and still may (unbounded outside one) */
+    int64_t last_work;              /* what the last mask call did */
     /* per-mask-call interning and memo */
     int32_t *pool;
     int32_t n_pool, cap_pool;
@@ -348,6 +359,7 @@ static int closure(tokd_grammar_state *s, int32_t n_work) {
     const tokd_grammar *g = s->g;
     while (n_work) {
         int32_t par = s->work[--n_work], pos = s->work[--n_work];
+        if (--s->work_left < 0) return -1;
         if (!visit(s, pos, par)) continue;
         if (s->n_vis > MAX_VISITS) return -1;
         const tg_elem *e = &g->elems[pos];
@@ -401,6 +413,7 @@ static int step(tokd_grammar_state *s, const int32_t *tops, int32_t n, uint32_t 
         if (lo < min_cp[len]) lo = min_cp[len];
         if (hi > 0x10FFFF) hi = 0x10FFFF;
         if (lo > hi) return 0;
+        if ((s->work_left -= n) < 0) return -1;
         for (int32_t i = 0; i < n; i++)
             if (tg_char_intersects(g, &g->elems[s->npos[tops[i]]], lo, hi)) out_push(s, tops[i]);
         s->out_u8 = U8_PACK(cp, need, len);
@@ -479,6 +492,8 @@ tokd_grammar_state *tokd_grammar_state_new(const tokd_grammar *g, const tokd_gra
     tokd_grammar_state *s = tokd_xcalloc(1, sizeof *s);
     s->g = g;
     s->v = v;
+    s->work_budget = TOKD_GRAMMAR_MASK_WORK;
+    s->work_left = INT64_MAX;
     s->cap_nodes = 256;
     s->npos = tokd_xmalloc((size_t)s->cap_nodes * sizeof *s->npos);
     s->npar = tokd_xmalloc((size_t)s->cap_nodes * sizeof *s->npar);
@@ -591,6 +606,8 @@ int tokd_grammar_accept(tokd_grammar_state *s, int32_t token) {
 bool tokd_grammar_done(const tokd_grammar_state *s) { return !s->failed && s->acc && U8_NEED(s->u8) == 0; }
 bool tokd_grammar_can_continue(const tokd_grammar_state *s) { return !s->failed && s->n_tops > 0; }
 bool tokd_grammar_failed(const tokd_grammar_state *s) { return s->failed; }
+void tokd_grammar_state_set_work_budget(tokd_grammar_state *s, int64_t items) { s->work_budget = items; }
+int64_t tokd_grammar_mask_work(const tokd_grammar_state *s) { return s->last_work; }
 
 bool tokd_grammar_match(const tokd_grammar *g, const char *str, size_t len) {
     tokd_grammar_state *s = tokd_grammar_state_new(g, NULL);
@@ -720,11 +737,13 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
     if (!v) return;
     int32_t V = v->n_vocab;
     memset(s->allowed, 0, (size_t)V);
+    s->last_work = 0;
     if (!s->failed && s->n_tops > 0) {
         if (s->n_sets > (1 << 14) || s->n_pool > (1 << 22)) tables_reset(s);
+        s->work_left = s->work_budget;
         int32_t *f = s->frames, sp = 1;
         f[0] = 0, f[1] = intern(s, s->tops, s->n_tops, s->u8, s->acc), f[2] = 1;
-        while (sp) {
+        while (sp && s->work_left >= 0) { /* past the budget the walk stops (and the state fails below) */
             int32_t *fr = &f[3 * (sp - 1)];
             int32_t nd = fr[0], sid = fr[1], c = fr[2];
             if (c >= v->end[nd]) {
@@ -751,6 +770,12 @@ void tokd_grammar_mask(tokd_grammar_state *s, float *logits, int32_t n_vocab) {
                 nf[0] = c, nf[1] = t, nf[2] = c + 1;
             }
         }
+        s->last_work = s->work_budget - s->work_left;
+        if (s->work_left < 0) { /* past the budget: as at any bound, the state fails */
+            memset(s->allowed, 0, (size_t)V);
+            s->failed = true;
+        }
+        s->work_left = INT64_MAX;
     }
     if (tokd_grammar_done(s) || s->failed)
         for (int32_t i = 0; i < v->n_eog; i++) s->allowed[v->eog[i]] = 1;

@@ -473,6 +473,76 @@ static void test_acceptance(const char *model_name, int n_runs, int n_object_run
     tokd_model_free(m);
 }
 
+/* A mask call's work budget (tokd_grammar_state_set_work_budget): with any-JSON on the
+ * llama-spm vocabulary, a budget one item below a mask's work fails the state (only
+ * end-of-generation tokens allowed, as at the other bounds) and one at it does not (the
+ * generations of test_acceptance run under the default); and the ambiguous grammar
+ * libFuzzer found, whose masks' work grows with every space read, stays within the
+ * default budget, failing past it. */
+static int n_allowed(const float *logits, int32_t V) {
+    int n = 0;
+    for (int32_t i = 0; i < V; i++) n += logits[i] == 0;
+    return n;
+}
+
+static void test_mask_budget(void) {
+    tokd_tokenizer *tok = load_tok("vocab/ggml-vocab-llama-spm.gguf");
+    CHECK(tok != NULL, "load llama-spm");
+    if (!tok) return;
+    char *any = tokd_json_schema_to_gbnf(NULL, true, NULL);
+    tokd_grammar *g = parse(any);
+    tokd_grammar_vocab *v = tokd_grammar_vocab_new(tok);
+    tokd_grammar_state *s = tokd_grammar_state_new(g, v);
+    const int32_t V = tokd_tokenizer_n_vocab(tok);
+    float *logits = calloc((size_t)V, sizeof *logits);
+    tokd_grammar_state_reset(s);
+    tokd_grammar_accept_bytes(s, "{\"", 2);
+    tokd_grammar_mask(s, logits, V);
+    const int64_t work = tokd_grammar_mask_work(s);
+    const int allowed = n_allowed(logits, V);
+    CHECK(!tokd_grammar_failed(s) && work > 100 && work < TOKD_GRAMMAR_MASK_WORK / 100 && allowed > 100,
+          "a mask within the default budget: work %lld, %d allowed", (long long)work, allowed);
+    for (int below = 0; below < 2; below++) {
+        tokd_grammar_state_set_work_budget(s, work - below);
+        tokd_grammar_state_reset(s);
+        tokd_grammar_accept_bytes(s, "{\"", 2);
+        for (int32_t i = 0; i < V; i++) logits[i] = 0;
+        tokd_grammar_mask(s, logits, V);
+        bool only_eog = true;
+        for (int32_t i = 0; i < V; i++)
+            if (logits[i] == 0) only_eog &= tokd_token_is_eog(tok, i);
+        if (below)
+            CHECK(tokd_grammar_failed(s) && only_eog && tokd_grammar_accept(s, 300) != 0,
+                  "a budget one below its work fails the state: only end-of-generation allowed");
+        else
+            CHECK(!tokd_grammar_failed(s) && n_allowed(logits, V) == allowed && tokd_grammar_mask_work(s) == work,
+                  "a budget equal to its work: the same mask");
+    }
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    free(any);
+    /* the grammar libFuzzer found: each space read widens what a mask must explore */
+    const char *amb = "root ::= ([a-zrOot ::(-az= []+ | \" \" root \"0\"){1,4} .? [^\\x001]*";
+    g = parse(amb);
+    s = tokd_grammar_state_new(g, v);
+    int64_t last = 0;
+    bool grew = true;
+    for (int n = 0; n <= 6; n++) {
+        tokd_grammar_state_reset(s);
+        CHECK(tokd_grammar_accept_bytes(s, "      ", (size_t)n) == 0, "%d spaces accepted", n);
+        tokd_grammar_mask(s, logits, V);
+        if (n >= 3) grew &= tokd_grammar_mask_work(s) > last;
+        last = tokd_grammar_mask_work(s);
+    }
+    CHECK(grew && last > 100000 && last <= TOKD_GRAMMAR_MASK_WORK + 4096,
+          "the ambiguous grammar's masks grow with each space (%lld at 6) and stay within the budget", (long long)last);
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    free(logits);
+    tokd_grammar_vocab_free(v);
+    tokd_tokenizer_free(tok);
+}
+
 int main(void) {
     test_errors();
     test_matcher();
@@ -491,6 +561,7 @@ int main(void) {
     test_mask("vocab/ggml-vocab-llama-spm.gguf", "root ::= [\xce\xb1-\xcf\x89 ]+", uni_prefixes, 3);
     free(gbnf);
     free(any);
+    test_mask_budget();
     test_acceptance("tiny-llama-f32.gguf", 100, 100);
     T_DONE();
 }
