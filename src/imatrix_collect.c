@@ -129,10 +129,14 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
     int32_t *toks = NULL;
     size_t n_toks = 0;
     if (tokd_tokenize(m->tok, text, len, true, p->parse_special, &toks, &n_toks, err)) return -1;
-    int64_t n_chunks = (int64_t)n_toks / p->n_ctx;
+    const int64_t skip = p->first_chunk > 0 ? p->first_chunk : 0;
+    int64_t n_chunks = (int64_t)n_toks / p->n_ctx - skip;
     if (p->n_chunks > 0 && p->n_chunks < n_chunks) n_chunks = p->n_chunks;
     if (n_chunks < 1) {
         free(toks);
+        if (skip)
+            return tokd_seterr(err, "the text has %zu tokens: after %lld chunks of %d skipped, not one is left", n_toks,
+                               (long long)skip, (int)p->n_ctx);
         return tokd_seterr(err, "the text has %zu tokens, fewer than one chunk of %d", n_toks, (int)p->n_ctx);
     }
     const int32_t bos = tokd_token_bos(m->tok);
@@ -153,7 +157,7 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
     int rc = ctx ? 0 : -1;
     if (ctx) tokd_ctx_set_observer(ctx, tokd_imatrix_observe, c);
     for (int64_t k = 0; k < n_chunks && !rc; k++) {
-        const int32_t *chunk = toks + k * p->n_ctx;
+        const int32_t *chunk = toks + (skip + k) * p->n_ctx;
         tokd_seq_truncate(ctx, 0, 0);
         for (int32_t b0 = 0; b0 < p->n_ctx && !rc; b0 += cp.n_batch) {
             const int32_t nb = p->n_ctx - b0 < cp.n_batch ? p->n_ctx - b0 : cp.n_batch;

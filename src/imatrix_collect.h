@@ -38,7 +38,8 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
 /* Run the model over text, chunk by chunk as llama-imatrix does: the text tokenized
  * once (with the model's BOS), cut into chunks of n_ctx tokens, each chunk's first token
  * made BOS where the model adds one, each evaluated from an empty cache in batches of at
- * most n_batch. n_chunks <= 0: all whole chunks. Progress lines to log (or NULL).
+ * most n_batch. n_chunks <= 0: all whole chunks; first_chunk: whole chunks skipped first
+ * (llama-imatrix's --chunk). Progress lines to log (or NULL).
  * parse_special: special tokens written in the text are read as such (as
  * llama-imatrix's --parse-special). chunk_done, where set, is called after each chunk
  * with the chunks run so far (tokd imatrix --save-frequency saves from there).
@@ -48,7 +49,7 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
  * then carries the running estimate exp(nll / n).
  * Returns the number of chunks run, or -1 with err set (a text shorter than one chunk). */
 typedef struct {
-    int32_t n_ctx, n_batch, n_chunks, n_threads;
+    int32_t n_ctx, n_batch, n_chunks, n_threads, first_chunk;
     bool parse_special;
     void (*chunk_done)(void *user, const tokd_imatrix_collector *c, int chunks);
     void *user;

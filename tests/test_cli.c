@@ -415,6 +415,38 @@ static void test_imatrix(void) {
     tokd_imatrix_free(m2);
     unlink(at2);
     proc_free(&r);
+    /* --chunk 1 --chunks 2: the text's chunks 2 and 3, so their sums are all three's less
+       the first's (a 1-chunk run), to the float rounding of the files */
+    char one[600], skip[600];
+    snprintf(one, sizeof one, "%s/one.gguf", dir);
+    snprintf(skip, sizeof skip, "%s/skip.gguf", dir);
+    char *first[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", one, "-c", "64", "--chunks", "1", "--no-ppl", NULL};
+    char *later[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", skip, "-c", "64", "--chunk", "1", "--chunks", "2",
+                     "--no-ppl", NULL};
+    proc_result r1;
+    run(first, &r1);
+    run(later, &r);
+    tokd_imatrix *m1 = tokd_imatrix_load(one, &err), *ms = tokd_imatrix_load(skip, &err), *m3 = tokd_imatrix_load(a, &err);
+    bool adds = m1 && ms && m3 && ms->chunks == 2 && ms->entries[0].counts[0] == 128;
+    double worst = 0;
+    for (size_t i = 0; adds && i < m3->n_entries; i++)
+        for (int64_t j = 0; j < m3->entries[i].n; j++) {
+            const double all3 = m3->entries[i].sums[j], sum = m1->entries[i].sums[j] + ms->entries[i].sums[j];
+            worst = fmax(worst, fabs(all3 - sum) / fmax(all3, 1e-30));
+        }
+    CHECK(r.code == 0 && r1.code == 0 && adds && worst < 1e-6, "--chunk 1: chunks 2-3 (sums within %.2g): %s", worst, r.err.data);
+    char *too_far[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "-o", e, "-c", "64", "--chunk", "99", NULL};
+    proc_free(&r);
+    run(too_far, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "99 chunks of 64 skipped") && access(e, F_OK) != 0, "--chunk past the text: %s",
+          r.err.data);
+    tokd_imatrix_free(m1);
+    tokd_imatrix_free(ms);
+    tokd_imatrix_free(m3);
+    proc_free(&r);
+    proc_free(&r1);
+    unlink(one);
+    unlink(skip);
     /* --parse-special: "<s>" written in the text is one token, not three pieces */
     char specials[600];
     snprintf(specials, sizeof specials, "%s/specials.txt", dir);

@@ -1,20 +1,21 @@
 /* cmd_imatrix.c — `tokd imatrix [-m MODEL -f TEXT] [--in-file F]... -o OUT
- * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--process-output] [--no-ppl]
- * [--parse-special] [--save-frequency N] [-t N]`: an importance matrix of MODEL over the calibration text in TEXT
- * (src/imatrix_collect.h), added to the matrices of any --in-file (either format;
- * src/imatrix.h), written for `tokd quantize --imatrix` (and llama-quantize). With
- * --in-file and no model it combines or converts files only. As llama-imatrix since July
- * 2025 the file is GGUF unless --output-format dat asks for the legacy one, with a
- * warning when a GGUF file's name does not end in .gguf. -c: tokens per chunk (default
- * 512; also the chunk size that a legacy --in-file's counts are scaled by, as
- * llama-imatrix's, and the one the file records; without -c and a model, the first GGUF
- * input's, so that a conversion keeps it), -b: tokens per forward batch (default: the
- * chunk), --chunks: at most this many chunks, --process-output: include output.weight,
- * as llama-imatrix's option of that name. As llama-imatrix it also reports the model's
- * perplexity on the text (each chunk's second half), chunk by chunk and at the end;
- * --no-ppl leaves it out (and the output product with it). --parse-special reads special
- * tokens written in the text as such; --save-frequency N writes the matrix so far to
- * OUT.at_<chunks> every N chunks, both as llama-imatrix's options of those names. */
+ * [--output-format gguf|dat] [-c N] [-b N] [--chunks N] [--chunk N] [--process-output]
+ * [--no-ppl] [--parse-special] [--save-frequency N] [-t N]`: an importance matrix of MODEL
+ * over the calibration text in TEXT (src/imatrix_collect.h), added to the matrices of any
+ * --in-file (either format; src/imatrix.h), written for `tokd quantize --imatrix` (and
+ * llama-quantize). With --in-file and no model it combines or converts files only. As
+ * llama-imatrix since July 2025 the file is GGUF unless --output-format dat asks for the
+ * legacy one, with a warning when a GGUF file's name does not end in .gguf.
+ *
+ * -c: tokens per chunk (default 512; also the chunk size that a legacy --in-file's counts
+ * are scaled by, as llama-imatrix's, and the one the file records; without -c and a
+ * model, the first GGUF input's, so that a conversion keeps it). -b: tokens per forward
+ * batch (default: the chunk). As llama-imatrix's options of those names: --chunks N at
+ * most N chunks, --chunk N skips the first N, --process-output includes output.weight,
+ * --parse-special reads special tokens written in the text as such, --save-frequency N
+ * writes the matrix so far to OUT.at_<chunks> every N chunks. As llama-imatrix it also
+ * reports the model's perplexity on the text (each chunk's second half), chunk by chunk
+ * and at the end; --no-ppl leaves it out (and the output product with it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,7 +117,7 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd
 
 int cmd_imatrix(int argc, char **argv) {
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL, *in_files[MAX_IN_FILES];
-    long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0;
+    long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0, first_chunk = 0;
     int n_in = 0, format = -1;
     long save_every = 0;
     bool process_output = false, no_ppl = false, parse_special = false;
@@ -129,6 +130,7 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_INT("-c", "--ctx-size", &n_ctx, 16, 1 << 20),
         CLI_INT("-b", "--batch-size", &n_batch, 0, 1 << 20),
         CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30),
+        CLI_INT("--chunk", NULL, &first_chunk, 0, 1 << 30),
         CLI_FLAG("--process-output", NULL, &process_output),
         CLI_FLAG("--no-ppl", NULL, &no_ppl),
         CLI_FLAG("--parse-special", NULL, &parse_special),
@@ -159,7 +161,8 @@ int cmd_imatrix(int argc, char **argv) {
     const tokd_imatrix_format fmt = format == TOKD_IMATRIX_DAT ? TOKD_IMATRIX_DAT : TOKD_IMATRIX_GGUF;
     if (!rc && model_path) {
         tokd_imatrix_params p = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)n_batch, .n_chunks = (int32_t)n_chunks,
-                                 .n_threads = (int32_t)n_threads, .parse_special = parse_special};
+                                 .n_threads = (int32_t)n_threads, .first_chunk = (int32_t)first_chunk,
+                                 .parse_special = parse_special};
         saver sv = {all, out_path, text_path, fmt, (int32_t)n_ctx, (int32_t)save_every};
         tokd_imatrix *im = compute(model_path, text_path, &p, process_output, !no_ppl, &sv);
         tokd_imatrix_free(all);

@@ -21,7 +21,7 @@ static const command commands[] = {
     {"chat", cmd_chat, "chat -m MODEL [--system TEXT] [-n N] [--temp T] [--seed S] [-t N] [-c CTX]"},
     {"bench", cmd_bench, "bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]"},
     {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [--imatrix FILE]"},
-    {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [--in-file F]... [--output-format gguf|dat] [-c 512] [-b N] [--chunks N] [--process-output] [--no-ppl] [--parse-special] [--save-frequency N] [-t N]"},
+    {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [--in-file F]... [--output-format gguf|dat] [-c 512] [-b N] [--chunks N] [--chunk N] [--process-output] [--no-ppl] [--parse-special] [--save-frequency N] [-t N]"},
     {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [--vocab VOCAB.gguf] [--seed S]"},
 };
 
