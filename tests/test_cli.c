@@ -272,8 +272,8 @@ static void test_option_parsing(void) {
  * test_model_badinput.c still runs every length and 1,000 corruptions through the same
  * loader in-process, under the sanitizers. The plain build runs every length through
  * `info` and every 4th through `run` (no truncation loads, so `run` meets the same
- * checks as `info` there: ~1,200 fewer processes, 101 s became 44), and every corruption through
- * both. */
+ * checks as `info` there: ~1,200 fewer processes, ~20 s of ~70), and every corruption
+ * through both. */
 #if defined(__SANITIZE_ADDRESS__)
 #define TRUNC_STRIDE 8
 #define TRUNC_RUN_STRIDE 4 /* of the lengths tried, every 4th through `run` too */
