@@ -113,12 +113,16 @@ static void check_within_rounding(const char *name, const float *a, const float 
           "%s: packed logits within %.2g of unpacked (max |logit| %.3g), in another summation order", name, worst, top);
 }
 
+/* ../shared/models/FILE into path (a name with a '/' is a path already). */
+static const char *model_path(char path[512], const char *file) {
+    if (strchr(file, '/')) snprintf(path, 512, "%s", file);
+    else snprintf(path, 512, "%s/models/%s", t_shared(), file);
+    return path;
+}
+
 static void check_model(const char *file) {
     char path[512];
-    if (strchr(file, '/'))
-        snprintf(path, sizeof path, "%s", file);
-    else
-        snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    model_path(path, file);
     tokd_err err;
     tokd_model *m = tokd_model_load(path, &err);
     CHECK(m != NULL, "load %s: %s", file, m ? "" : err.msg);
@@ -201,9 +205,8 @@ static bool same_logits(const tokd_model *a, const tokd_model *b) {
  * rows run the few-row decode walk (matmul.c: weight rows outermost). */
 static void check_float_copy(const char *file) {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_model *copied, *plain;
-    load_both(path, &copied, &plain);
+    load_both(model_path(path, file), &copied, &plain);
     CHECK(copied && plain, "%s: load twice", file);
     if (!copied || !plain) return;
     const uint8_t *at = copied->packed, *end = at + copied->packed_bytes;
@@ -241,9 +244,8 @@ static void check_float_copy(const char *file) {
  * layout, so that its logits are those of TOKD_REPACK=0, bit for bit. */
 static void check_uncopied(const char *file) {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err;
-    tokd_model *copied, *plain, *unc = tokd_model_load_uncopied(path, &err);
+    tokd_model *copied, *plain, *unc = tokd_model_load_uncopied(model_path(path, file), &err);
     load_both(path, &copied, &plain);
     CHECK(copied && plain && unc, "%s: load three ways", file);
     if (!copied || !plain || !unc) return;
@@ -275,9 +277,8 @@ static void check_uncopied(const char *file) {
  * byte for byte, as the one-thread copy of a small model, and the same logits. */
 static void check_large_path(const char *file) {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
     tokd_err err;
-    tokd_model *small = tokd_model_load(path, &err);
+    tokd_model *small = tokd_model_load(model_path(path, file), &err);
     setenv("TOKD_LARGE_MODEL_BYTES", "0", 1);
     tokd_model *large = tokd_model_load(path, &err);
     unsetenv("TOKD_LARGE_MODEL_BYTES");
