@@ -205,6 +205,10 @@ static tokd_imatrix *parse_gguf(const uint8_t *data, size_t size, tokd_err *err)
         size_t base_len;
         if (!strip_suffix(sums->name, ".in_sum2", &base_len)) continue;
         const char *base = sums->name.ptr;
+        if (memchr(base, 0, base_len)) { /* names are C strings from here on */
+            tokd_seterr(err, "tensor %llu's name holds a NUL byte", (unsigned long long)i + 1);
+            goto fail;
+        }
         const gguf_tensor *counts = find_tensor_n(f, base, base_len, ".counts");
         uint64_t ne0 = sums->ne[0], ne1 = sums->ne[1] * sums->ne[2] * sums->ne[3];
         if (!counts) {

@@ -181,6 +181,20 @@ static void check_gguf(void) {
     }
     gguf_writer_free(w);
 
+    w = gguf_writer_new(); /* a name with a NUL byte: "x#y" written, the '#' then zeroed */
+    gguf_writer_add_tensor(w, "x#y.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
+    gguf_writer_add_tensor(w, "x#y.weight.counts", GGML_TYPE_F32, 2, ne_o, one, sizeof one);
+    uint8_t *bytes;
+    uint64_t n_bytes;
+    CHECK(gguf_writer_to_buffer(w, &bytes, &n_bytes, &err) == 0, "serialise");
+    int zeroed = 0;
+    for (uint64_t i = 0; i + 3 <= n_bytes; i++)
+        if (!memcmp(bytes + i, "x#y", 3)) bytes[i + 1] = 0, zeroed++;
+    im = tokd_imatrix_parse(bytes, n_bytes, &err);
+    CHECK(zeroed == 2 && !im && strstr(err.msg, "NUL"), "a tensor name with a NUL byte refused: %s", err.msg);
+    tokd_imatrix_free(im);
+    free(bytes);
+    gguf_writer_free(w);
     w = gguf_writer_new(); /* sums without counts */
     gguf_writer_add_tensor(w, "x.weight.in_sum2", GGML_TYPE_F32, 2, ne_1, sums1, sizeof sums1);
     im = gguf_imatrix(w, &err);
