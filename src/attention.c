@@ -1,19 +1,31 @@
 /* attention.c — see attention.h.
  *
- * The SIMD path takes all the query heads of one KV head at once, 16 keys at a time (a
- * KV page is 16 positions, or a multiple): each key row is read once for every head.
- * Sixteen dot products (one 16-lane chain each) are folded into one vector of 16 scores
- * by a butterfly of 128-bit and 32-bit shuffles whose additions are exactly those of
- * tokd_reduce16 (lane l + lane l+8, then l+4, l+2, l+1), so no horizontal sums are left
- * per key. The exponentials and the F16 rounding of probabilities run 16 lanes wide;
- * P x V sums each lane's keys in registers for several heads at once (pv_NV, below).
+ * The SIMD path takes all the query heads of one KV head at once, a tile of 16 keys at a
+ * time (a KV page is 16 positions, or a multiple): each key is read once for every head.
+ * The cache stores K transposed in such tiles (kvcache.h), so one vector holds element i
+ * of 16 keys. Each lane sum of the statement's 16-lane score is then a vector over the
+ * 16 keys, and tokd_reduce16's tree (lane l + lane l+8, then l+4, l+2, l+1) is 15 vector
+ * additions that leave the 16 scores in key order (QK_TILE). The exponentials and the F16
+ * rounding of probabilities run 16 lanes wide; P x V sums each lane's keys in registers
+ * for several heads at once (pv_NV, below).
+ *
+ * Until the forty-eighth session K was stored as rows: a key's 16 lanes were one vector,
+ * and sixteen keys' vectors were folded into one by a butterfly of shuffles (45
+ * operations a head and tile beside its 64 FMAs, and each tile converted to F32 and
+ * stored first). One call of 8 heads (hd 64) with its cache cold, as in a decode step,
+ * medians of 3 runs of 30 sweeps over 22 layers x 4 KV heads (/tmp/s48/ab/attbench.c):
+ * 2.96 / 12.3 / 56.9 / 116 us at 128 / 512 / 2048 / 4096 keys before, 2.69 / 11.1 / 46.1
+ * / 102 now; warm at 4096 keys 89.5-92.0 us before, 82.8-87.5 now. In TinyLlama Q4_0
+ * decode steps at 4096 positions (`tokd bench --profile`, three alternated pairs) the
+ * attention stage took 264-311 us a layer before and 226-278 now.
  *
  * CPUs with AVX2, FMA and F16C but no AVX-512 take the same path 8 keys at a time
- * (attn_256_NV: the 16-lane chains as two 8-lane vectors, a 128-bit and two in-lane
- * shuffle steps per fold, and P x V in tiles of heads x columns that fit 16 registers):
- * again the statement's bits. Each group of 8 key rows is converted to F32 once for up
- * to QK_HEADS query heads, which then read it as floats (whole prefills alternated in
- * one process, against converting per head: 1.01-1.02x; decode steps at 200 keys 1.006).
+ * (attn_256_NV: the same lane sums and tree in 8-lane vectors, half a tile at a time, and
+ * P x V in tiles of heads x columns that fit 16 registers): again the statement's bits.
+ * Each group of 8 keys is converted to F32 once for up to QK_HEADS query heads, which
+ * then read it as floats; two heads share each load (QK8_TILE). Against the row layout's
+ * folds, through TOKD_KERNELS=avx2 on the AVX-512 host: 45.3-46.1 us against 46.9-48.1
+ * at 1024 keys warm, 193.7-196.7 against 198.1-217.8 at 4096 cold.
  *
  * Until the forty-second session the scores took 32 lanes, the softmax sum 16 double
  * lanes, P x V key order and the exponential tokd's own polynomial: within 1e-6 of
@@ -32,7 +44,6 @@
 
 #include <immintrin.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -47,15 +58,16 @@ static inline float f16_round(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(
 
 /* ---- the scalar statement ---- */
 
-/* dot(k, qh): 16 lanes where hd is a multiple of 16; else as ggml_vec_dot_f16 (its
- * fallback when tinyBLAS refuses such a length): the first hd & ~63 elements in 64
- * lanes, folded l + l+32 and l+16 + l+48, then l + l+16, then tokd_reduce16, and the
- * rest added to that in double, in order. (Each product of two F16 values is exact.) */
-static float score_dot(const uint16_t *k, const float *qh, int32_t hd) {
+/* dot(k, qh), k's element i at k[i * ks]: 16 lanes where hd is a multiple of 16; else as
+ * ggml_vec_dot_f16 (its fallback when tinyBLAS refuses such a length): the first
+ * hd & ~63 elements in 64 lanes, folded l + l+32 and l+16 + l+48, then l + l+16, then
+ * tokd_reduce16, and the rest added to that in double, in order. (Each product of two F16
+ * values is exact.) */
+static float score_dot(const uint16_t *k, int64_t ks, const float *qh, int32_t hd) {
     if (hd % 16 == 0) {
         float lane[16] = {0};
         for (int32_t i = 0; i < hd; i++) {
-            float prod = tokd_f16_to_f32(k[i]) * qh[i];
+            float prod = tokd_f16_to_f32(k[i * ks]) * qh[i];
             lane[i % 16] = lane[i % 16] + prod;
         }
         return tokd_reduce16(lane);
@@ -63,7 +75,7 @@ static float score_dot(const uint16_t *k, const float *qh, int32_t hd) {
     const int32_t body = hd & ~63;
     float s[64] = {0};
     for (int32_t i = 0; i < body; i++) {
-        float prod = tokd_f16_to_f32(k[i]) * qh[i];
+        float prod = tokd_f16_to_f32(k[i * ks]) * qh[i];
         s[i % 64] = s[i % 64] + prod;
     }
     for (int l = 0; l < 16; l++) {
@@ -72,7 +84,7 @@ static float score_dot(const uint16_t *k, const float *qh, int32_t hd) {
     }
     for (int l = 0; l < 16; l++) s[l] = s[l] + s[l + 16];
     double sum = (double)tokd_reduce16(s);
-    for (int32_t i = body; i < hd; i++) sum += (double)(tokd_f16_to_f32(k[i]) * qh[i]);
+    for (int32_t i = body; i < hd; i++) sum += (double)(tokd_f16_to_f32(k[i * ks]) * qh[i]);
     return (float)sum;
 }
 
@@ -86,8 +98,9 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         for (int32_t i = 0; i < hd; i++) qh[i] = f16_round(q[(size_t)g * hd + i]);
         float m = -INFINITY;
         for (int32_t t = 0; t < n_keys; t++) {
-            const uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-            float sc = score_dot(k, qh, hd) * scale;
+            const uint16_t *kp = tokd_kv_k_page(kv, blocks[t / bs], layer, kvh);
+            const int64_t k0 = tokd_kv_k_offset(bs, hd, t % bs, 0), ks = tokd_kv_k_offset(bs, hd, t % bs, 1) - k0;
+            float sc = score_dot(kp + k0, ks, qh, hd) * scale;
             s[t] = sc;
             if (sc > m) m = sc;
         }
@@ -144,13 +157,15 @@ static inline void v_rows(const tokd_kv *kv, const int32_t *blocks, int32_t laye
  * 53 with the next chunk spread over the passes; warm, within 0-5 %. */
 #define PREFETCH_KEYS 512
 
-/* The K rows of the block of `n` keys from t (16 or 8: a block never crosses a page, which
- * holds a multiple of them), into L2. Inlined with n a constant, the loop unrolls
+/* The K values of the `n` keys from t (16 or 8, from a multiple of n: they never cross a
+ * page, which holds a multiple of them): the n * hd values from where key t's tile starts
+ * plus (t % 16) * hd, into L2. That is the key's tile (16) or its first or second half
+ * (8; a tile of 16 keys holds them interleaved, so two calls cover it). Inlined with n a constant, the loop unrolls
  * (as a loop, or as a general page-walking form, it gained the cold call nothing). */
 static inline __attribute__((always_inline)) void prefetch_k_block(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
                                                                    int32_t kvh, int32_t hd, int32_t t, int32_t n) {
     const int32_t bs = kv->block_size;
-    const char *rows = (const char *)(tokd_kv_k_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd);
+    const char *rows = (const char *)(tokd_kv_k_page(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd);
     _Pragma("GCC unroll 64") for (int32_t o = 0; o < n * hd * (int32_t)sizeof(uint16_t); o += 64)
         __builtin_prefetch(rows + o, 0, 2);
 }
@@ -196,8 +211,8 @@ static inline void pv_walk_next(pv_walk *w, const tokd_kv *kv, const int32_t *bl
 
 /* ---- AVX-512 ---- */
 
-/* Query heads whose scores the AVX-512 path computes together: each block of 16 keys is
- * converted to F32 once for them, and their queries rounded to F16 once per call. */
+/* Query heads whose queries the AVX-512 path rounds to F16 together, once per call (their
+ * scores then go four heads at a time, QK_TILES). */
 #define QK_HEADS_512 16
 
 #define TGT __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
@@ -206,57 +221,65 @@ static inline void pv_walk_next(pv_walk *w, const tokd_kv *kv, const int32_t *bl
 /* 16 F16 values of the cache as floats (exact). */
 TGT INLINE __m512 load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
-/* Fold two vectors of per-lane partial sums: the result's 128-bit chunk j holds, for the
- * four keys it carries, lane l + lane l+W of each (W = 8, then 4 within chunks). */
-TGT INLINE __m512 fold8(__m512 a, __m512 b) { /* a: key x r16, b: key y r16 -> [x r8 | y r8] */
-    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-TGT INLINE __m512 fold4(__m512 a, __m512 b) { /* [x r8|y r8],[z r8|w r8] -> [x r4|y r4|z r4|w r4] */
-    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-TGT INLINE __m512 fold2(__m512 a, __m512 b) { /* per chunk: [a0+a2, a1+a3, b0+b2, b1+b3] */
-    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-TGT INLINE __m512 fold1(__m512 a, __m512 b) { /* per chunk: [a0+a1, a2+a3, b0+b1, b2+b3] */
-    return _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* key_slot[j]: the lane of the folded vector that holds key j (found once by folding
- * sixteen constant vectors: key j's lane then holds 16 * j). */
-static int32_t key_slot[16];
-static pthread_once_t key_slot_once = PTHREAD_ONCE_INIT;
-TGT static void key_slot_init(void) {
-    __m512 r16[16], r8[8], r4[4], r2[2];
-    for (int j = 0; j < 16; j++) r16[j] = _mm512_set1_ps((float)j);
-    for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);
-    for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);
-    for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);
-    float lane[16];
-    _mm512_storeu_ps(lane, fold1(r2[0], r2[1]));
-    for (int l = 0; l < 16; l++) key_slot[(int)(lane[l] / 16.0f)] = l;
-}
-
-/* The 16 dot products of qh (NV vectors) with 16 key rows already converted to F32 (kf:
- * rows of 16 * NV floats), in key order: each the statement's 16-lane chain. The
- * caller converts a block of 16 keys once and runs every head of the group over it (a
- * conversion per key and head made the score pass twice as long). */
-#define DOT16F(NV)                                                                                     \
-    TGT INLINE __m512 dot16f_##NV(const float *kf, const __m512 *qv, __m512i order) {                  \
-        __m512 r16[16];                                                                                \
-        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                        \
-            const float *kr = kf + (size_t)j * 16 * NV;                                                \
-            __m512 a = _mm512_setzero_ps();                                                            \
-            _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++)                                       \
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(kr + 16 * c), qv[c], a);                           \
-            r16[j] = a;                                                                                \
+/* Scores of HT query heads against the 16 keys of one K tile (kvcache.h: element i of the
+ * 16 keys is the vector at kt + 16 * i), all 16 keys at once, one per vector lane. qh: the
+ * heads' queries rounded to F16 (HD floats each). The statement's lane r of a score sums
+ * elements i = r, r + 16, ... in order (qk_lane), and tokd_reduce16 folds lanes r and r + 8
+ * (qk_pair), then r and r + 4 (qk_quad), r and r + 2 (qk_half), 0 and 1: here each lane
+ * sum is a vector over the 16 keys, so the fold is plain vector additions in that tree,
+ * evaluated depth first to keep at most a few sums a head live. Against the row layout,
+ * which summed each key's 16 lanes in one vector and then folded sixteen keys' vectors
+ * into one by shuffles (45 operations a head and tile, beside 64 FMAs), it takes 15
+ * additions; BENCHMARKS.md, forty-eighth session. */
+#define QK_TILE(NV, HT)                                                                                \
+    TGT INLINE void qk_lane_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *s) {       \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) s[h] = _mm512_setzero_ps();               \
+        _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) {                                         \
+            const __m512 kv = load_h16(kt + 16 * (16 * c + r));                                        \
+            _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                       \
+                s[h] = _mm512_fmadd_ps(_mm512_set1_ps(qh[h * 16 * NV + 16 * c + r]), kv, s[h]);        \
         }                                                                                              \
-        __m512 r8[8], r4[4], r2[2];                                                                    \
-        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) r8[j] = fold8(r16[2 * j], r16[2 * j + 1]);  \
-        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) r4[j] = fold4(r8[2 * j], r8[2 * j + 1]);    \
-        _Pragma("GCC unroll 2") for (int j = 0; j < 2; j++) r2[j] = fold2(r4[2 * j], r4[2 * j + 1]);    \
-        return _mm512_permutexvar_ps(order, fold1(r2[0], r2[1]));                                      \
+    }                                                                                                  \
+    TGT INLINE void qk_pair_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
+        __m512 a[HT], b[HT];                                                                           \
+        qk_lane_##NV##_##HT(kt, qh, r, a);                                                             \
+        qk_lane_##NV##_##HT(kt, qh, r + 8, b);                                                         \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    TGT INLINE void qk_quad_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
+        __m512 a[HT], b[HT];                                                                           \
+        qk_pair_##NV##_##HT(kt, qh, r, a);                                                             \
+        qk_pair_##NV##_##HT(kt, qh, r + 4, b);                                                         \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    TGT INLINE void qk_half_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
+        __m512 a[HT], b[HT];                                                                           \
+        qk_quad_##NV##_##HT(kt, qh, r, a);                                                             \
+        qk_quad_##NV##_##HT(kt, qh, r + 2, b);                                                         \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    /* out[h * stride + j] = the score of head h and key j, times scale */                             \
+    TGT INLINE void qk_tile_##NV##_##HT(const uint16_t *kt, const float *qh, __m512 scale, float *out, \
+                                        int32_t stride) {                                              \
+        __m512 a[HT], b[HT];                                                                           \
+        qk_half_##NV##_##HT(kt, qh, 0, a);                                                             \
+        qk_half_##NV##_##HT(kt, qh, 1, b);                                                             \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                           \
+            _mm512_storeu_ps(out + (size_t)h * stride, _mm512_mul_ps(_mm512_add_ps(a[h], b[h]), scale)); \
+    }
+
+/* The scores of heads hn heads (qh, F16-rounded) against one K tile: four heads a call
+ * (each key vector converted once for them), then two, then one. */
+#define QK_TILES(NV)                                                                                   \
+    QK_TILE(NV, 4)                                                                                     \
+    QK_TILE(NV, 2)                                                                                     \
+    QK_TILE(NV, 1)                                                                                     \
+    TGT INLINE void qk_heads_##NV(const uint16_t *kt, const float *qh, int32_t hn, __m512 scale, float *out, \
+                                  int32_t stride) {                                                    \
+        int32_t g = 0;                                                                                 \
+        for (; g + 4 <= hn; g += 4) qk_tile_##NV##_4(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
+        if (g + 2 <= hn) qk_tile_##NV##_2(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride), g += 2; \
+        if (g < hn) qk_tile_##NV##_1(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
     }
 
 /* out rows h < hc (HD floats each) = sum over keys t of p[h * n_pad + t] * V row t in the
@@ -310,7 +333,7 @@ TGT INLINE float reduce16_512(__m512 v) {
 }
 
 #define ATTN_512(NV)                                                                                   \
-    DOT16F(NV)                                                                                         \
+    QK_TILES(NV)                                                                                       \
     PV(NV)                                                                                             \
     TGT static void attn_512_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,  \
                                   int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
@@ -318,8 +341,6 @@ TGT INLINE float reduce16_512(__m512 v) {
         const int32_t bs = kv->block_size;                                                             \
         const int32_t n_pad = (n_keys + 15) & ~15;                                                     \
         const __m512 scale = _mm512_set1_ps(1.0f / sqrtf((float)HD));                                  \
-        const __m512i order = _mm512_loadu_si512(key_slot);                                            \
-        _Alignas(64) float kf[16 * HD];                                                                \
         _Alignas(64) float qh[QK_HEADS_512 * HD];                                                      \
         for (int32_t g0 = 0; g0 < group; g0 += QK_HEADS_512) { /* the queries as F16 once */           \
             const int32_t hn = group - g0 < QK_HEADS_512 ? group - g0 : QK_HEADS_512;                  \
@@ -327,16 +348,11 @@ TGT INLINE float reduce16_512(__m512 v) {
                 _mm512_store_ps(qh + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(q + (size_t)g0 * HD + i), \
                                                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))); \
             int32_t page = 0, slot = 0; /* t0's, walked: no division per block */                      \
-            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores: each block of keys converted once */ \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[page], layer, kvh) + (size_t)slot * HD;  \
+            for (int32_t t0 = 0; t0 < n_keys; t0 += 16) { /* scores, a K tile of 16 keys at a time */   \
+                const uint16_t *kt = tokd_kv_k_page(kv, blocks[page], layer, kvh) + (size_t)slot * HD; \
                 if (t0 + PREFETCH_KEYS < n_keys) prefetch_k_block(kv, blocks, layer, kvh, HD, t0 + PREFETCH_KEYS, 16); \
                 if ((slot += 16) == bs) slot = 0, page++;                                              \
-                _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) _mm512_store_ps(kf + 16 * i, load_h16(k + 16 * i)); \
-                for (int32_t g = 0; g < hn; g++) {                                                     \
-                    __m512 qv[NV];                                                                     \
-                    _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) qv[c] = _mm512_load_ps(qh + g * HD + 16 * c); \
-                    _mm512_storeu_ps(scratch + (size_t)(g0 + g) * n_pad + t0, _mm512_mul_ps(dot16f_##NV(kf, qv, order), scale)); \
-                }                                                                                      \
+                qk_heads_##NV(kt, qh, hn, scale, scratch + (size_t)g0 * n_pad + t0, n_pad);            \
             }                                                                                          \
         }                                                                                              \
         for (int32_t g = 0; g < group; g++) {                                                          \
@@ -380,48 +396,54 @@ ATTN_512(8)
 /* 8 F16 values of the cache as floats (exact). */
 TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-/* The 16 lanes of a score are two vectors a0, a1 (lanes 0-7, 8-15); a0 + a1 is the step
- * l + l+8, leaving 8 lanes per key. Eight keys' vectors then fold into one vector of
- * eight scores: */
-TGT256 INLINE __m256 fold4_256(__m256 a, __m256 b) { /* key x r8, key y r8 -> [x r4 | y r4] */
-    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-}
-TGT256 INLINE __m256 fold2_256(__m256 a, __m256 b) { /* per chunk: [a0+a2, a1+a3, b0+b2, b1+b3] */
-    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-TGT256 INLINE __m256 fold1_256(__m256 a, __m256 b) { /* per chunk: [a0+a1, a2+a3, b0+b1, b2+b3] */
-    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* The 8 dot products of qh (NV vectors) with the key rows k, k + HD, ..., in key order,
- * converted to F32 beforehand (the cache's F16 values exactly). Pairing keys j and j + 4
- * in fold4_256 leaves key j in lane j after fold1_256 (chunk 0 ends [0 1 2 3], chunk 1
- * [4 5 6 7]): no permutation. Each pair is folded as soon as its two rows are summed, so
- * that at most a few row vectors are live beside the query's NV: with all eight rows
- * summed first (NV = 8: 8 + 8 + 4 registers) GCC kept them on the stack. The same folds
- * of the same sums, so the same bits. One KV head of 8 query heads, the two forms
- * alternated in one process, each measured in both link positions (the position alone
- * moved one-head calls by 1.2-1.4x): hd 64 at 100-512 keys 1.03-1.08x, hd 32 1.13x,
- * hd 128 1.01x, one query head 1.00-1.04x (BENCHMARKS.md, twenty-fourth session). */
-#define DOT8(NV)                                                                                       \
-    TGT256 INLINE __m256 dot8_row_##NV(const float *kr, const __m256 *qv) {                            \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                                      \
-        for (int c = 0; c < NV; c += 2) {                                                              \
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c), qv[c], a0);                              \
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(kr + 8 * c + 8), qv[c + 1], a1);                      \
+/* Scores of HT query heads against 8 keys, as QK_TILE's 16 (same lane sums, same tree),
+ * from the 8 keys' elements converted to F32 beforehand: kf + 8 * i holds element i of the
+ * 8 keys. Two heads a call share each loaded vector (with 16 registers, two heads' live
+ * sums of the depth-first tree fit; four do not). NV counts 8-float vectors of a head. */
+#define QK8_TILE(NV, HT)                                                                               \
+    TGT256 INLINE void qk8_lane_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *s) {      \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) s[h] = _mm256_setzero_ps();               \
+        _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) {                                     \
+            const __m256 kv = _mm256_load_ps(kf + 8 * (16 * c + r));                                   \
+            _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                       \
+                s[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(qh + h * 8 * NV + 16 * c + r), kv, s[h]);   \
         }                                                                                              \
-        return _mm256_add_ps(a0, a1);                                                                  \
     }                                                                                                  \
-    TGT256 INLINE __m256 dot8_##NV(const float *k, const __m256 *qv) {                                 \
-        __m256 f[2];                                                                                   \
-        for (int i = 0; i < 2; i++) {                                                                  \
-            const __m256 r4a = fold4_256(dot8_row_##NV(k + (size_t)(2 * i) * 8 * NV, qv),              \
-                                         dot8_row_##NV(k + (size_t)(2 * i + 4) * 8 * NV, qv));         \
-            const __m256 r4b = fold4_256(dot8_row_##NV(k + (size_t)(2 * i + 1) * 8 * NV, qv),          \
-                                         dot8_row_##NV(k + (size_t)(2 * i + 5) * 8 * NV, qv));         \
-            f[i] = fold2_256(r4a, r4b);                                                                \
-        }                                                                                              \
-        return fold1_256(f[0], f[1]);                                                                  \
+    TGT256 INLINE void qk8_pair_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
+        __m256 a[HT], b[HT];                                                                           \
+        qk8_lane_##NV##_##HT(kf, qh, r, a);                                                            \
+        qk8_lane_##NV##_##HT(kf, qh, r + 8, b);                                                        \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    TGT256 INLINE void qk8_quad_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
+        __m256 a[HT], b[HT];                                                                           \
+        qk8_pair_##NV##_##HT(kf, qh, r, a);                                                            \
+        qk8_pair_##NV##_##HT(kf, qh, r + 4, b);                                                        \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    TGT256 INLINE void qk8_half_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
+        __m256 a[HT], b[HT];                                                                           \
+        qk8_quad_##NV##_##HT(kf, qh, r, a);                                                            \
+        qk8_quad_##NV##_##HT(kf, qh, r + 2, b);                                                        \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
+    }                                                                                                  \
+    TGT256 INLINE void qk8_tile_##NV##_##HT(const float *kf, const float *qh, __m256 scale, float *out, \
+                                            int32_t stride) {                                          \
+        __m256 a[HT], b[HT];                                                                           \
+        qk8_half_##NV##_##HT(kf, qh, 0, a);                                                            \
+        qk8_half_##NV##_##HT(kf, qh, 1, b);                                                            \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                           \
+            _mm256_storeu_ps(out + (size_t)h * stride, _mm256_mul_ps(_mm256_add_ps(a[h], b[h]), scale)); \
+    }
+
+#define QK8_TILES(NV)                                                                                  \
+    QK8_TILE(NV, 2)                                                                                    \
+    QK8_TILE(NV, 1)                                                                                    \
+    TGT256 INLINE void qk8_heads_##NV(const float *kf, const float *qh, int32_t hn, __m256 scale, float *out, \
+                                      int32_t stride) {                                                \
+        int32_t g = 0;                                                                                 \
+        for (; g + 2 <= hn; g += 2) qk8_tile_##NV##_2(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
+        if (g < hn) qk8_tile_##NV##_1(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
     }
 
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
@@ -484,10 +506,10 @@ TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
-/* Query head qh (NV vectors) rounded to F16, as the statement multiplies it. */
-TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
+/* Query head q (nv vectors) rounded to F16, as the statement multiplies it, into qh. */
+TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
     for (int c = 0; c < nv; c++)
-        qv[c] = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(qh + 8 * c), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm256_store_ps(qh + 8 * c, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(q + 8 * c), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
 }
 /* Query heads whose scores the AVX2 path computes together (a larger group goes in batches). */
 #define QK_HEADS 16
@@ -499,7 +521,7 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
  * double sum keeps the statement's 16 lanes as four vectors: keys t % 16 in 0-3, 4-7
  * (a group of 8 starting at a multiple of 16), 8-11, 12-15 (the next group). */
 #define ATTN_256(NV, NVC, HC)                                                                          \
-    DOT8(NV)                                                                                           \
+    QK8_TILES(NV)                                                                                      \
     PV256(NV, NVC, HC)                                                                                 \
     TGT256 static void attn_256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
                                      int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
@@ -507,28 +529,30 @@ TGT256 INLINE void qk_query_256(const float *qh, int nv, __m256 *qv) {
         const int32_t bs = kv->block_size;                                                             \
         const int32_t n_pad = (n_keys + 15) & ~15, n_pad8 = (n_keys + 7) & ~7;                         \
         const __m256 scale = _mm256_set1_ps(1.0f / sqrtf((float)HD));                                  \
-        /* QK_HEADS heads at a time: each group of 8 key rows converted to F32 once for all of         \
-           them, then each head's dot8 as if alone (the same floats, the same order) */                \
+        /* QK_HEADS heads at a time: each group of 8 keys converted to F32 once for all of them */   \
         for (int32_t g0 = 0; g0 < group; g0 += QK_HEADS) {                                             \
             const int32_t hn = group - g0 < QK_HEADS ? group - g0 : QK_HEADS;                          \
-            __m256 qvs[QK_HEADS][NV], mvs[QK_HEADS];                                                   \
-            _Alignas(32) float kf[8 * HD];                                                             \
+            __m256 mvs[QK_HEADS];                                                                      \
+            _Alignas(32) float kf[8 * HD], qh[QK_HEADS * HD];                                          \
             for (int32_t g = 0; g < hn; g++) {                                                         \
-                qk_query_256(q + (size_t)(g0 + g) * HD, NV, qvs[g]);                                   \
+                qk_query_256(q + (size_t)(g0 + g) * HD, NV, qh + (size_t)g * HD);                      \
                 mvs[g] = _mm256_set1_ps(-INFINITY);                                                    \
             }                                                                                          \
             int32_t page = 0, slot = 0; /* t0's, walked: no division per block */                      \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
-                const uint16_t *k = tokd_kv_k_rows(kv, blocks[page], layer, kvh) + (size_t)slot * HD;  \
+                /* the 8 keys' K tile (the last of a page of 8 * odd slots is 8 wide) */                \
+                const int32_t tile = slot & ~15, w = bs - tile < 16 ? bs - tile : 16;                  \
+                const uint16_t *k = tokd_kv_k_page(kv, blocks[page], layer, kvh) + (size_t)tile * HD + (slot - tile); \
                 if (t0 + PREFETCH_KEYS < n_keys) prefetch_k_block(kv, blocks, layer, kvh, HD, t0 + PREFETCH_KEYS, 8); \
                 if ((slot += 8) == bs) slot = 0, page++;                                               \
-                for (int i = 0; i < HD; i++) _mm256_store_ps(kf + 8 * i, load_h8(k + 8 * i));          \
+                _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) _mm256_store_ps(kf + 8 * i, load_h8(k + (size_t)i * w)); \
+                float *sc0 = scratch + (size_t)g0 * n_pad + t0;                                        \
+                qk8_heads_##NV(kf, qh, hn, scale, sc0, n_pad);                                         \
                 const __m256 valid = valid8(n_keys, t0);                                               \
                 for (int32_t g = 0; g < hn; g++) {                                                     \
-                    __m256 sc = _mm256_mul_ps(dot8_##NV(kf, qvs[g]), scale);                           \
+                    const __m256 sc = _mm256_loadu_ps(sc0 + (size_t)g * n_pad);                        \
                     /* max(sc, m) is sc > m ? sc : m, the statement's update (NaN scores skipped) */   \
                     mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(sc, mvs[g]), valid);               \
-                    _mm256_storeu_ps(scratch + (size_t)(g0 + g) * n_pad + t0, sc);                     \
                 }                                                                                      \
             }                                                                                          \
             for (int32_t g = 0; g < hn; g++) {                                                         \
@@ -606,7 +630,7 @@ static void prefetch_call(void (*kernel)(void), const tokd_kv *kv, const int32_t
     const int32_t bs = kv->block_size, n = n_keys < PREFETCH_KEYS ? n_keys : PREFETCH_KEYS;
     for (int32_t t0 = 0; t0 < n; t0 += bs) {
         const size_t bytes = (size_t)(n - t0 < bs ? n - t0 : bs) * (size_t)hd * sizeof(uint16_t);
-        const char *k = (const char *)tokd_kv_k_rows(kv, blocks[t0 / bs], layer, kvh);
+        const char *k = (const char *)tokd_kv_k_page(kv, blocks[t0 / bs], layer, kvh);
         const char *v = (const char *)tokd_kv_v_rows(kv, blocks[t0 / bs], layer, kvh);
         for (size_t o = 0; o < bytes; o += 64) {
             __builtin_prefetch(k + o, 0, 2);
@@ -618,7 +642,6 @@ static void prefetch_call(void (*kernel)(void), const tokd_kv *kv, const int32_t
 void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                     const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
     if (tokd_use_f32_avx512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0) {
-        pthread_once(&key_slot_once, key_slot_init);
         switch (hd) {
         case 32:
             prefetch_call((void (*)(void))attn_512_2, kv, blocks, layer, kvh, n_keys, hd);

@@ -335,10 +335,8 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
             const tokd_seq_table *s = &c->seqs[e[i].seq];
             int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
             /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
-            for (int32_t h = 0; h < hp->n_head_kv; h++) {
-                tokd_f32_to_f16_n(tokd_kv_k_rows(&c->kv, block, l, h) + (size_t)slot * hd, k + (size_t)h * hd, hd);
-                tokd_f32_to_f16_n(tokd_kv_v_rows(&c->kv, block, l, h) + (size_t)slot * hd, v + (size_t)h * hd, hd);
-            }
+            for (int32_t h = 0; h < hp->n_head_kv; h++)
+                tokd_kv_store(&c->kv, block, l, h, slot, k + (size_t)h * hd, v + (size_t)h * hd);
         }
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
         announce(pool, n, &L->wo, NULL, NULL);

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "vecmath.h"
+
 #define HT_EMPTY (-1)
 #define HT_DELETED (-2)
 
@@ -234,4 +236,18 @@ void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s) {
     tokd_seq_shrink(kv, s, 0);
     free(s->blocks);
     memset(s, 0, sizeof *s);
+}
+
+void tokd_kv_store(tokd_kv *kv, int32_t block, int32_t layer, int32_t head, int32_t slot, const float *k,
+                   const float *v) {
+    const int32_t hd = kv->head_dim;
+    uint16_t *kp = tokd_kv_k_page(kv, block, layer, head);
+    const int64_t k0 = tokd_kv_k_offset(kv->block_size, hd, slot, 0), stride = tokd_kv_k_offset(kv->block_size, hd, slot, 1) - k0;
+    uint16_t h[256]; /* converted a chunk at a time by the vector routine, then scattered */
+    for (int32_t i0 = 0; i0 < hd; i0 += 256) {
+        const int32_t n = hd - i0 < 256 ? hd - i0 : 256;
+        tokd_f32_to_f16_n(h, k + i0, n);
+        for (int32_t i = 0; i < n; i++) kp[k0 + (int64_t)(i0 + i) * stride] = h[i];
+    }
+    tokd_f32_to_f16_n(tokd_kv_v_rows(kv, block, layer, head) + (size_t)slot * hd, v, hd);
 }

@@ -24,8 +24,9 @@
  * to F16 before writing them, so storing the bits loses nothing), half the bytes of F32
  * for every decode step's attention reads. K and V are separate arrays, layer-major, then
  * KV head, then block, then slot:
- *   k[(((layer * n_head_kv + head) * n_blocks + block) * block_size + slot) * head_dim + i]
- * so what one attention task reads (one KV head of one layer) is contiguous within a page,
+ *   v[(((layer * n_head_kv + head) * n_blocks + block) * block_size + slot) * head_dim + i]
+ * and K the same pages, each holding its keys in transposed tiles of 16 (tokd_kv_k_offset,
+ * below). So what one attention task reads (one KV head of one layer) is contiguous within a page,
  * and the pages of a sequence whose blocks came from the free list in order (0, 1, 2, ...
  * for a context of its own) follow one another in memory: one stream through the whole
  * context. Block-major (block, then layer, then head), as before the forty-third session,
@@ -108,12 +109,34 @@ void tokd_seq_table_free(tokd_kv *kv, tokd_seq_table *s);
 static inline int64_t tokd_kv_page(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
     return (((int64_t)layer * kv->n_head_kv + head) * kv->n_blocks + block) * kv->block_size * kv->head_dim;
 }
-/* The block_size rows (head_dim F16 values each, slot order) of that page. */
-static inline uint16_t *tokd_kv_k_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
+/* That page of K: its keys in tiles of TOKD_KV_K_TILE slots, each tile transposed
+ * (tokd_kv_k_offset). */
+static inline uint16_t *tokd_kv_k_page(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
     return kv->k + tokd_kv_page(kv, block, layer, head);
 }
+/* That page of V: block_size rows of head_dim values, slot order. */
 static inline uint16_t *tokd_kv_v_rows(const tokd_kv *kv, int32_t block, int32_t layer, int32_t head) {
     return kv->v + tokd_kv_page(kv, block, layer, head);
 }
+
+/* Where element i of the key in slot `slot` lies in its K page, in values. A K page
+ * holds its keys in tiles of TOKD_KV_K_TILE consecutive slots, each tile transposed:
+ * element i of the tile's keys side by side, i = 0, 1, ..., head_dim - 1. A tile is
+ * TOKD_KV_K_TILE * head_dim values (the last of a page narrower when block_size is not a
+ * multiple of TOKD_KV_K_TILE), so a tile starts where its first key's row would.
+ * Attention's SIMD score pass then loads element i of 16 keys as one vector and keeps
+ * the statement's 16 lane sums of each key in vector lanes, with no transposes
+ * (attention.c). V keeps rows: P x V reads a key's whole row. */
+#define TOKD_KV_K_TILE 16
+static inline int64_t tokd_kv_k_offset(int32_t block_size, int32_t head_dim, int32_t slot, int32_t i) {
+    const int32_t t0 = slot - slot % TOKD_KV_K_TILE;
+    const int32_t w = block_size - t0 < TOKD_KV_K_TILE ? block_size - t0 : TOKD_KV_K_TILE;
+    return (int64_t)t0 * head_dim + (int64_t)i * w + (slot - t0);
+}
+
+/* Writes one position's K and V (head_dim F32 values each, rounded to F16) into slot
+ * `slot` of the pages of block `block`, layer `layer`, KV head `head`. */
+void tokd_kv_store(tokd_kv *kv, int32_t block, int32_t layer, int32_t head, int32_t slot, const float *k,
+                   const float *v);
 
 #endif

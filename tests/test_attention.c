@@ -17,6 +17,12 @@
 static uint64_t rng = 88172645463325252ull; /* t_rand.h state */
 static float f16r(float x) { return tokd_f16_to_f32(tokd_f32_to_f16(x)); }
 
+/* Element i of the key at position t (kvcache.h's transposed K tiles). */
+static uint16_t *k_at(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t h, int32_t t, int32_t i) {
+    return tokd_kv_k_page(kv, blocks[t / kv->block_size], layer, h) +
+           tokd_kv_k_offset(kv->block_size, kv->head_dim, t % kv->block_size, i);
+}
+
 static int has_avx2(void) {
     const tokd_cpu_features *c = tokd_cpu();
     return c->avx2 && c->fma && c->f16c;
@@ -42,13 +48,12 @@ static void poison_tail(tokd_kv *kv, const int32_t *blocks, int32_t n, float val
     size_t w = 0;
     for (int32_t layer = 0; layer < kv->n_layer; layer++)
         for (int32_t h = 0; h < kv->n_head_kv; h++)
-            for (int32_t t = n; t % bs != 0; t++) {
-                uint16_t *k = tokd_kv_k_rows(kv, blocks[t / bs], layer, h) + (size_t)(t % bs) * hd;
+            for (int32_t t = n; t % bs != 0; t++)
                 for (int32_t i = 0; i < hd; i++, w++) {
-                    if (restore) k[i] = keep[w];
-                    else keep[w] = k[i], k[i] = hval;
+                    uint16_t *k = k_at(kv, blocks, layer, h, t, i);
+                    if (restore) *k = keep[w];
+                    else keep[w] = *k, *k = hval;
                 }
-            }
 }
 
 static void check_avx2_refusals(void) {
@@ -94,7 +99,9 @@ static void check_orders(void) {
     for (int i = 0; i < HD; i++) q[i] = 0.0f;
     q[0] = q[16] = q[32] = 4096.0f;
     q[16] = 1.0f;
-    kv.k[0] = tokd_f32_to_f16(4096.0f), kv.k[16] = tokd_f32_to_f16(1.0f), kv.k[32] = tokd_f32_to_f16(-4096.0f);
+    *k_at(&kv, blocks, 0, 0, 0, 0) = tokd_f32_to_f16(4096.0f);
+    *k_at(&kv, blocks, 0, 0, 0, 16) = tokd_f32_to_f16(1.0f);
+    *k_at(&kv, blocks, 0, 0, 0, 32) = tokd_f32_to_f16(-4096.0f);
     for (int i = 0; i < HD; i++) kv.v[i] = tokd_f32_to_f16(1.0f), kv.v[HD + i] = tokd_f32_to_f16(3.0f);
     int bad = 0;
     for (int path = 0; path < 3; path++) {
@@ -137,11 +144,11 @@ static void check_layout(void) {
     for (int l = 0; l < NL; l++)
         for (int h = 0; h < NH; h++)
             for (int b = 0; b < NB; b++) {
-                const ptrdiff_t ok = tokd_kv_k_rows(&kv, b, l, h) - kv.k, ov = tokd_kv_v_rows(&kv, b, l, h) - kv.v;
+                const ptrdiff_t ok = tokd_kv_k_page(&kv, b, l, h) - kv.k, ov = tokd_kv_v_rows(&kv, b, l, h) - kv.v;
                 bad_cover += ok % (BS * HD) != 0 || ok < 0 || ok / (BS * HD) >= NB * NL * NH || seen_k[ok / (BS * HD)]++;
                 bad_cover += ov % (BS * HD) != 0 || ov < 0 || ov / (BS * HD) >= NB * NL * NH || seen_v[ov / (BS * HD)]++;
                 if (b + 1 < NB) {
-                    bad_stream += tokd_kv_k_rows(&kv, b + 1, l, h) != tokd_kv_k_rows(&kv, b, l, h) + BS * HD;
+                    bad_stream += tokd_kv_k_page(&kv, b + 1, l, h) != tokd_kv_k_page(&kv, b, l, h) + BS * HD;
                     bad_stream += tokd_kv_v_rows(&kv, b + 1, l, h) != tokd_kv_v_rows(&kv, b, l, h) + BS * HD;
                 }
             }
@@ -150,9 +157,54 @@ static void check_layout(void) {
     tokd_kv_free(&kv);
 }
 
+/* The K tiles (kvcache.h): every (slot, element) of a page at its own offset within the
+ * page; element i of a tile's keys side by side, tiles of 16 starting where their first
+ * key's row would, the last of a page narrower; and tokd_kv_store writing K there and V
+ * as rows, both rounded to F16. */
+static void check_k_tiles(void) {
+    static const int32_t sizes[] = {16, 32, 24, 8, 12, 5, 1};
+    int bad_map = 0, bad_tile = 0, bad_store = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int32_t hd = 1; hd <= 64; hd += 21) {
+            const int32_t bs = sizes[si];
+            static unsigned char seen[32 * 64];
+            memset(seen, 0, sizeof seen);
+            for (int32_t slot = 0; slot < bs; slot++) {
+                const int32_t t0 = slot - slot % 16, w = bs - t0 < 16 ? bs - t0 : 16;
+                bad_tile += tokd_kv_k_offset(bs, hd, t0, 0) != (int64_t)t0 * hd;
+                for (int32_t i = 0; i < hd; i++) {
+                    const int64_t o = tokd_kv_k_offset(bs, hd, slot, i);
+                    bad_map += o < 0 || o >= (int64_t)bs * hd || seen[o]++;
+                    bad_tile += o != (int64_t)t0 * hd + (int64_t)i * w + (slot - t0);
+                }
+            }
+        }
+    CHECK(bad_map == 0, "K tiles: %d offsets outside the page or taken twice", bad_map);
+    CHECK(bad_tile == 0, "K tiles: %d offsets not in transposed tiles of 16", bad_tile);
+    tokd_kv kv;
+    tokd_err err;
+    enum { HD = 32, BS = 24 };
+    CHECK(tokd_kv_init(&kv, BS, 3, 2, 2, HD, &err) == 0, "kv init: %s", err.msg);
+    const int32_t blocks[3] = {2, 0, 1};
+    float k[HD], v[HD];
+    for (int32_t t = 0; t < 3 * BS; t++) {
+        for (int32_t i = 0; i < HD; i++) k[i] = (float)(t * HD + i) + 0.3f, v[i] = -(float)(t * HD + i) - 0.7f;
+        tokd_kv_store(&kv, blocks[t / BS], 1, 1, t % BS, k, v);
+    }
+    for (int32_t t = 0; t < 3 * BS; t++)
+        for (int32_t i = 0; i < HD; i++) {
+            const uint16_t ke = tokd_f32_to_f16((float)(t * HD + i) + 0.3f), ve = tokd_f32_to_f16(-(float)(t * HD + i) - 0.7f);
+            bad_store += *k_at(&kv, blocks, 1, 1, t, i) != ke;
+            bad_store += tokd_kv_v_rows(&kv, blocks[t / BS], 1, 1)[(t % BS) * HD + i] != ve;
+        }
+    CHECK(bad_store == 0, "tokd_kv_store: %d values not where tokd_kv_k_offset and the V rows say", bad_store);
+    tokd_kv_free(&kv);
+}
+
 int main(void) {
     tokd_kernels_init();
     check_layout();
+    check_k_tiles();
     check_avx2_refusals();
     check_orders();
     const int32_t hds[] = {32, 64, 128, 48};
@@ -218,9 +270,9 @@ int main(void) {
                 const int32_t n = 100;
                 double s[100], mx = -1e300, sum = 0.0;
                 for (int32_t t = 0; t < n; t++) {
-                    const uint16_t *k = tokd_kv_k_rows(&kv, blocks[t / bs], 1, 1) + (size_t)(t % bs) * hd;
                     double d = 0.0;
-                    for (int32_t i = 0; i < hd; i++) d += (double)tokd_f16_to_f32(k[i]) * f16r(q[g * hd + i]);
+                    for (int32_t i = 0; i < hd; i++)
+                        d += (double)tokd_f16_to_f32(*k_at(&kv, blocks, 1, 1, t, i)) * f16r(q[g * hd + i]);
                     s[t] = d / sqrt((double)hd);
                     if (s[t] > mx) mx = s[t];
                 }
