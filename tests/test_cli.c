@@ -505,6 +505,30 @@ static void test_imatrix(void) {
     CHECK(r.code == 0 && md && md->chunks == 6 && md->n_entries == 35 && md->entries[0].counts[0] == 384 && md->n_datasets == 2,
           "two files combined: %s", r.err.data);
     proc_free(&r);
+    /* an input entry of another size than the model's matrix of its name is refused before
+       the run; an entry the model has no matrix for is carried over */
+    tokd_imatrix *other = tokd_imatrix_new(), *extra = tokd_imatrix_new();
+    const double sums7[7] = {1, 2, 3, 4, 5, 6, 7}, count1 = 64;
+    tokd_imatrix_add(other, "blk.0.attn_q.weight", sums7, 7, &count1, 1);
+    tokd_imatrix_add(extra, "blk.99.ffn_up.weight", sums7, 7, &count1, 1);
+    CHECK(tokd_imatrix_write(other, c, TOKD_IMATRIX_GGUF, 64, &err) == 0 && tokd_imatrix_write(extra, g, TOKD_IMATRIX_GGUF, 64, &err) == 0,
+          "writing the crafted inputs: %s", err.msg);
+    char *misfit[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "--in-file", c, "-c", "64", "-o", e, NULL};
+    run(misfit, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "blk.0.attn_q.weight holds 7 values") && strstr(r.err.data, "takes 64") &&
+              !strstr(r.err.data, "tokens in") && access(e, F_OK) != 0,
+          "an input matrix of another model, refused before the run: %s", r.err.data);
+    proc_free(&r);
+    char *carried[] = {(char *)tokd, "imatrix", "-m", model, "-f", text, "--in-file", g, "-c", "64", "--chunks", "1", "--no-ppl", "-o", e, NULL};
+    run(carried, &r);
+    tokd_imatrix *me = tokd_imatrix_load(e, &err);
+    CHECK(r.code == 0 && me && me->n_entries == 36 && tokd_imatrix_find(me, "blk.99.ffn_up.weight"),
+          "an input entry the model has no matrix for is carried over: %s", r.err.data);
+    tokd_imatrix_free(me);
+    tokd_imatrix_free(other);
+    tokd_imatrix_free(extra);
+    proc_free(&r);
+    unlink(e);
     char *missing[] = {(char *)tokd, "imatrix", "--in-file", "/nonexistent.imatrix", "-o", e, NULL};
     run(missing, &r);
     CHECK(clean_failure(&r) && strstr(r.err.data, "/nonexistent.imatrix") && access(e, F_OK) != 0, "a missing input: %s",

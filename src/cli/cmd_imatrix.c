@@ -76,6 +76,27 @@ static void save_along(void *user, const tokd_imatrix_collector *c, int chunks) 
     tokd_imatrix_free(all);
 }
 
+/* Whether every input entry named after one of the model's matrices has that matrix's
+ * size (its columns, times its experts), so that another model's matrix is refused
+ * before the run rather than where the two meet (the first save, or the end). Entries
+ * the model has no matrix for are carried over as they are, as llama-imatrix does. */
+static bool inputs_fit(const tokd_model *m, const tokd_imatrix *in, const char *model_path) {
+    for (size_t i = 0; i < in->n_entries; i++) {
+        const tokd_imatrix_entry *e = &in->entries[i];
+        const gguf_tensor *t = gguf_find_tensor(m->gguf, e->name);
+        if (!t) continue;
+        const uint64_t want = t->ne[0] * (t->n_dims >= 3 ? t->ne[2] : 1);
+        if ((uint64_t)e->n != want) {
+            fprintf(stderr,
+                    "tokd imatrix: the input matrices' %s holds %lld values, where %s's matrix takes %llu "
+                    "(a matrix of another model?)\n",
+                    e->name, (long long)e->n, model_path, (unsigned long long)want);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The matrix of MODEL over TEXT added to the inputs', or NULL after printing why. */
 static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd_imatrix_params *p,
                              bool process_output, bool with_ppl, saver *sv) {
@@ -89,6 +110,11 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
         fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+        free(text);
+        return NULL;
+    }
+    if (!inputs_fit(m, sv->inputs, model_path)) {
+        tokd_model_free(m);
         free(text);
         return NULL;
     }
