@@ -1,13 +1,16 @@
 /* fuzz_gguf.c — libFuzzer target for the GGUF reader: any bytes must either parse into
  * descriptors that all lie inside the buffer, or fail with a message. The same bytes go
  * to the importance-matrix reader (imatrix.h: GGUF or its legacy binary format), which
- * must likewise give entries of finite values or a message, and combine with itself. */
+ * must likewise give entries of finite values or a message, combine with itself, and
+ * give --show-statistics' report (imatrix_stats.h) of no more entries and layers than it
+ * has. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
 #include "imatrix.h"
+#include "imatrix_stats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *copy = malloc(size ? size : 1);
@@ -52,6 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             both->n_entries != im->n_entries || both->chunks != (im->chunks > INT_MAX / 2 ? INT_MAX : 2 * im->chunks))
             abort();
         tokd_imatrix_free(both);
+        tokd_imatrix_report r;
+        tokd_imatrix_report_make(im, &r);
+        if (r.n_entries > im->n_entries || r.n_layers > r.n_entries) abort();
+        for (size_t i = 1; i < r.n_layers; i++)
+            if (r.layers[i].layer <= r.layers[i - 1].layer) abort();
+        tokd_imatrix_report_free(&r);
         tokd_imatrix_free(im);
     } else if (!err.msg[0]) {
         abort();

@@ -499,6 +499,21 @@ static void test_imatrix(void) {
           "a GGUF file converted keeps its chunk size: %s", r.err.data);
     tokd_imatrix_free(mg);
     proc_free(&r);
+    char *stats[] = {(char *)tokd, "imatrix", "--show-statistics", "--in-file", a, NULL};
+    run(stats, &r);
+    int rows = 0;
+    for (const char *l = r.out.data; l && (l = strstr(l, "\tattn_q ")); l++) rows++;
+    CHECK(r.code == 0 && strstr(r.out.data, "(35 tensors)") && strstr(r.out.data, "Computing layer statistics (5 layers)") && rows == 5,
+          "--show-statistics: %d attn_q rows in\n%s%s", rows, r.out.data, r.err.data);
+    proc_free(&r);
+    char *stats_what[] = {(char *)tokd, "imatrix", "--show-statistics", "-m", model, "--in-file", a, NULL};
+    run(stats_what, &r);
+    CHECK(r.code == 2 && strstr(r.err.data, "--show-statistics takes one --in-file"), "--show-statistics with a model: %s", r.err.data);
+    proc_free(&r);
+    char *stats_none[] = {(char *)tokd, "imatrix", "--show-statistics", "--in-file", text, NULL};
+    run(stats_none, &r);
+    CHECK(clean_failure(&r), "--show-statistics of a text file: %s", r.err.data);
+    proc_free(&r);
     char *both[] = {(char *)tokd, "imatrix", "--in-file", a, "--in-file", b, "-c", "64", "-o", d, NULL};
     run(both, &r);
     tokd_imatrix *md = tokd_imatrix_load(d, &err);

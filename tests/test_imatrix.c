@@ -39,6 +39,7 @@
 #include "gguf.h"
 #include "imatrix.h"
 #include "imatrix_collect.h"
+#include "imatrix_stats.h"
 #include "tokenizer.h"
 #include "vecmath.h"
 #include "kernels/quants.h"
@@ -806,6 +807,50 @@ static void check_combine(void) {
     tokd_imatrix_free(a);
 }
 
+/* --show-statistics' numbers (imatrix_stats.h) on a matrix worked out by hand. */
+static void check_statistics(void) {
+    tokd_imatrix *im = tokd_imatrix_new();
+    const double s0[4] = {1, 2, 3, 4}, s1[4] = {2, 4, 6, 8}, s2[4] = {4, 3, 2, 1}, sx[4] = {9, 9, 4, 8}, so[2] = {3, 3};
+    const double two = 2, one = 1, zero = 0, x_counts[2] = {0, 4};
+    tokd_imatrix_add(im, "blk.0.attn_q.weight", s0, 4, &two, 1);  /* E[x²] .5 1 1.5 2 */
+    tokd_imatrix_add(im, "blk.1.attn_q.weight", s1, 4, &two, 1);  /* 1 2 3 4: parallel to layer 0's */
+    tokd_imatrix_add(im, "blk.2.attn_q.weight", s2, 4, &one, 1);  /* 4 3 2 1: cos 20/30 with layer 1's */
+    tokd_imatrix_add(im, "blk.1.ffn_up.weight", sx, 4, x_counts, 2); /* expert 0 never reached: 1 2 */
+    tokd_imatrix_add(im, "output.weight", so, 2, &one, 1);
+    tokd_imatrix_add(im, "blk.3.attn_k.weight", s0, 4, &zero, 1); /* nothing counted: left out */
+    tokd_imatrix_report r;
+    tokd_imatrix_report_make(im, &r);
+    const char *order[] = {"blk.1.attn_q.weight", "blk.2.attn_q.weight", "blk.0.attn_q.weight", "blk.1.ffn_up.weight",
+                           "output.weight"};
+    bool in_order = r.n_entries == 5;
+    for (size_t i = 0; in_order && i < 5; i++) in_order = !strcmp(r.entries[i].entry->name, order[i]);
+    CHECK(in_order, "statistics: %zu entries, by tensor then by sum (largest first, ties by name)", r.n_entries);
+    if (in_order) {
+        const tokd_imatrix_stat *a = &r.entries[2], *b = &r.entries[0], *c = &r.entries[1], *x = &r.entries[3], *o = &r.entries[4];
+        const double h = -(0.1 * log2(0.1) + 0.2 * log2(0.2) + 0.3 * log2(0.3) + 0.4 * log2(0.4));
+        CHECK(a->n == 4 && a->sum == 5 && a->min == 0.5 && a->max == 2 && fabs(a->mean - 1.25) < 1e-12 &&
+                  fabs(a->std - sqrt(1.25 / 3)) < 1e-12 && fabs(a->entropy - h) < 1e-12 && a->zd == 0.5 && a->cossim == 0 &&
+                  a->layer == 0 && a->tensor_len == 6 && !strncmp(a->tensor, "attn_q", 6),
+              "statistics of layer 0's attn_q: n %lld sum %g min %g max %g mean %g std %g H %g zd %g cos %g", (long long)a->n,
+              a->sum, a->min, a->max, a->mean, a->std, a->entropy, a->zd, a->cossim);
+        CHECK(fabs(b->cossim - 1) < 1e-12 && fabs(c->cossim - 20.0 / 30.0) < 1e-12, "cosine with the layer before: %g, %g",
+              b->cossim, c->cossim);
+        CHECK(x->n == 2 && x->sum == 3 && x->min == 1 && x->cossim == 0, "an expert never reached is left out: n %lld sum %g",
+              (long long)x->n, x->sum);
+        CHECK(o->layer == -1 && o->tensor_len == 6 && !strncmp(o->tensor, "output", 6) && o->std == 0 && o->zd == 0,
+              "a tensor outside the blocks: layer %d", o->layer);
+    }
+    const bool layers = r.n_layers == 3 && r.layers[0].layer == 0 && r.layers[1].layer == 1 && r.layers[2].layer == 2 &&
+                        r.layers[1].sum == 13 && r.layers[1].n == 6 && fabs(r.layers[1].cossim - 1) < 1e-12 &&
+                        r.layers[0].cossim == 0 && fabs(r.layers[2].cossim - 20.0 / 30.0) < 1e-12 &&
+                        fabs(r.layers[1].zd - (0.5 * 4 + 0 * 2) / 6) < 1e-12;
+    CHECK(layers, "layer statistics: %zu layers (layer 1: sum %g, n %lld, cos %g, zd %g)", r.n_layers,
+          r.n_layers > 1 ? r.layers[1].sum : 0, r.n_layers > 1 ? (long long)r.layers[1].n : 0,
+          r.n_layers > 1 ? r.layers[1].cossim : 0, r.n_layers > 1 ? r.layers[1].zd : 0);
+    tokd_imatrix_report_free(&r);
+    tokd_imatrix_free(im);
+}
+
 int main(void) {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(tmpdir, sizeof tmpdir, "%s/tokd-test-imatrix-%d", base, (int)getpid());
@@ -817,6 +862,7 @@ int main(void) {
     check_gguf();
     check_rules();
     check_zero_blocks();
+    check_statistics();
     char rel[512], src[4096];
     snprintf(rel, sizeof rel, "%s/models/tiny-llama-f32.gguf", t_shared());
     CHECK(realpath(rel, src) != NULL, "find %s", rel); /* check_quantize works in tmpdir */

@@ -15,7 +15,9 @@
  * --parse-special reads special tokens written in the text as such, --save-frequency N
  * writes the matrix so far to OUT.at_<chunks> every N chunks. As llama-imatrix it also
  * reports the model's perplexity on the text (each chunk's second half), chunk by chunk
- * and at the end; --no-ppl leaves it out (and the output product with it). */
+ * and at the end; --no-ppl leaves it out (and the output product with it).
+ * `tokd imatrix --show-statistics --in-file F` prints F's statistics instead, per tensor
+ * and per layer, as llama-imatrix's option of that name (src/imatrix_stats.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 
 #include "cli.h"
 #include "imatrix_collect.h"
+#include "imatrix_stats.h"
 
 #define MAX_IN_FILES 64
 
@@ -141,12 +144,55 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd
     return im;
 }
 
+/* --show-statistics: the report of imatrix_stats.h, in llama-imatrix's layout. */
+static int show_statistics(const char *path) {
+    tokd_err err;
+    tokd_imatrix *im = tokd_imatrix_load(path, &err);
+    if (!im) {
+        fprintf(stderr, "tokd imatrix: %s\n", err.msg);
+        return 1;
+    }
+    tokd_imatrix_report r;
+    tokd_imatrix_report_make(im, &r);
+    if (!r.n_entries) {
+        fprintf(stderr, "tokd imatrix: %s: no entry has a counted column\n", path);
+        tokd_imatrix_report_free(&r);
+        tokd_imatrix_free(im);
+        return 1;
+    }
+    printf("\nComputing tensor statistics for %s (%zu tensors)\n", path, r.n_entries);
+    printf("\n%6s\t%18s\t%13s\t%8s\t%8s\t%7s\t%15s\t%13s\t%11s\t%8s\t%5s\t%10s\n", "Layer", "Tensor", "Σ E[Act²]", "Min",
+           "Max", "μ", "σ", "N", "H Norm", "H", "ZD", "CosSim");
+    for (int i = 0; i < 171; i++) putchar('=');
+    putchar('\n');
+    for (size_t i = 0; i < r.n_entries; i++) {
+        const tokd_imatrix_stat *s = &r.entries[i];
+        char layer[16];
+        if (s->layer >= 0) snprintf(layer, sizeof layer, "%d", s->layer);
+        else snprintf(layer, sizeof layer, "-");
+        const double h_norm = s->n > 1 ? 100.0 * s->entropy / log2((double)s->n) : 0;
+        printf("%5s\t%-20.*s\t%11.4f\t%10.4f\t%10.4f\t%8.4f\t%8.4f\t%7lld\t%10.2f%%\t%10.4f\t%6.2f%%\t%10.4f\n", layer,
+               s->tensor_len, s->tensor, s->sum, s->min, s->max, s->mean, s->std, (long long)s->n, h_norm, s->entropy,
+               100.0 * s->zd, s->cossim);
+    }
+    printf("\nComputing layer statistics (%zu layers)\n", r.n_layers);
+    printf("\n%6s\t%13s\t%6s\t%11s\n", "Layer", "Σ E[Act²]", "ZD", "CosSim");
+    printf("============================================\n");
+    for (size_t i = 0; i < r.n_layers; i++)
+        printf("%5d\t%11.4f\t%6.2f%%\t%11.4f\n", r.layers[i].layer, r.layers[i].sum, 100.0 * r.layers[i].zd,
+               r.layers[i].cossim);
+    printf("\n");
+    tokd_imatrix_report_free(&r);
+    tokd_imatrix_free(im);
+    return 0;
+}
+
 int cmd_imatrix(int argc, char **argv) {
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL, *in_files[MAX_IN_FILES];
     long n_threads = 0, n_ctx = 0, n_batch = 0, n_chunks = 0, first_chunk = 0;
     int n_in = 0, format = -1;
     long save_every = 0;
-    bool process_output = false, no_ppl = false, parse_special = false;
+    bool process_output = false, no_ppl = false, parse_special = false, statistics = false;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
         CLI_STR("-f", "--file", &text_path),
@@ -161,10 +207,18 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_FLAG("--no-ppl", NULL, &no_ppl),
         CLI_FLAG("--parse-special", NULL, &parse_special),
         CLI_INT("--save-frequency", NULL, &save_every, 0, 1 << 30),
+        CLI_FLAG("--show-statistics", NULL, &statistics),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
     if (cli_parse("imatrix", argc, argv, opts)) return 2;
+    if (statistics) {
+        if (n_in != 1 || model_path || text_path || out_path) {
+            fprintf(stderr, "tokd imatrix: --show-statistics takes one --in-file and nothing else to do\n");
+            return 2;
+        }
+        return show_statistics(in_files[0]);
+    }
     if (!out_path || (!model_path && !text_path && !n_in) || !model_path != !text_path) {
         fprintf(stderr, "tokd imatrix: need -m MODEL -f TEXT (or --in-file FILE) and -o OUT\n");
         return 2;
