@@ -209,6 +209,33 @@ static inline void pv_walk_next(pv_walk *w, const tokd_kv *kv, const int32_t *bl
     if (w->k0 < n_keys) pv_walk_fill(w, kv, blocks, layer, kvh, hd, n_keys);
 }
 
+/* ---- the score tree, for either ISA ----
+ * Given P##_lane(k, qh, r, s), which sets s[h] (h < HT) to lane r's sum of HT heads' score
+ * chains (elements i = r, r + 16, ... in order) over a few keys at once, one per vector
+ * lane, these fold the 16 lanes as tokd_reduce16 does: lanes r and r + 8 (P##_pair), then
+ * r and r + 4 (P##_quad), r and r + 2 (P##_half), 0 and 1 (P##_tile, which also scales
+ * the scores and stores head h's at out + h * stride). Each lane sum is a vector over the
+ * keys, so the fold is plain vector additions, evaluated depth first to keep at most a few
+ * sums a head live. VT is the vector type, KT the keys' type for P##_lane. */
+#define LANE_FOLD(ATTR, VT, ADD, KT, P, HT, NAME, SUB, D)                                              \
+    ATTR INLINE void P##_##NAME(KT k, const float *qh, int r, VT *t) { /* lanes r and r + D */         \
+        VT a[HT], b[HT];                                                                               \
+        P##_##SUB(k, qh, r, a);                                                                        \
+        P##_##SUB(k, qh, r + D, b);                                                                    \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = ADD(a[h], b[h]);                   \
+    }
+#define LANE_TREE(ATTR, VT, ADD, MUL, STOREU, KT, P, HT)                                               \
+    LANE_FOLD(ATTR, VT, ADD, KT, P, HT, pair, lane, 8)                                                 \
+    LANE_FOLD(ATTR, VT, ADD, KT, P, HT, quad, pair, 4)                                                 \
+    LANE_FOLD(ATTR, VT, ADD, KT, P, HT, half, quad, 2)                                                 \
+    ATTR INLINE void P##_tile(KT k, const float *qh, VT scale, float *out, int32_t stride) {           \
+        VT a[HT], b[HT];                                                                               \
+        P##_half(k, qh, 0, a);                                                                         \
+        P##_half(k, qh, 1, b);                                                                         \
+        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                           \
+            STOREU(out + (size_t)h * stride, MUL(ADD(a[h], b[h]), scale));                             \
+    }
+
 /* ---- AVX-512 ---- */
 
 /* Query heads whose queries the AVX-512 path rounds to F16 together, once per call (their
@@ -222,17 +249,13 @@ static inline void pv_walk_next(pv_walk *w, const tokd_kv *kv, const int32_t *bl
 TGT INLINE __m512 load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
 /* Scores of HT query heads against the 16 keys of one K tile (kvcache.h: element i of the
- * 16 keys is the vector at kt + 16 * i), all 16 keys at once, one per vector lane. qh: the
- * heads' queries rounded to F16 (HD floats each). The statement's lane r of a score sums
- * elements i = r, r + 16, ... in order (qk_lane), and tokd_reduce16 folds lanes r and r + 8
- * (qk_pair), then r and r + 4 (qk_quad), r and r + 2 (qk_half), 0 and 1: here each lane
- * sum is a vector over the 16 keys, so the fold is plain vector additions in that tree,
- * evaluated depth first to keep at most a few sums a head live. Against the row layout,
- * which summed each key's 16 lanes in one vector and then folded sixteen keys' vectors
- * into one by shuffles (45 operations a head and tile, beside 64 FMAs), it takes 15
- * additions; BENCHMARKS.md, forty-eighth session. */
+ * 16 keys is the vector at kt + 16 * i), all 16 keys at once, one per vector lane, folded
+ * by LANE_TREE. qh: the heads' queries rounded to F16 (HD floats each). Against the row
+ * layout, which summed each key's 16 lanes in one vector and then folded sixteen keys'
+ * vectors into one by shuffles (45 operations a head and tile, beside 64 FMAs), the fold
+ * takes 15 additions; BENCHMARKS.md, forty-eighth session. */
 #define QK_TILE(NV, HT)                                                                                \
-    TGT INLINE void qk_lane_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *s) {       \
+    TGT INLINE void qk##NV##_##HT##_lane(const uint16_t *kt, const float *qh, int r, __m512 *s) {      \
         _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) s[h] = _mm512_setzero_ps();               \
         _Pragma("GCC unroll 8") for (int c = 0; c < NV; c++) {                                         \
             const __m512 kv = load_h16(kt + 16 * (16 * c + r));                                        \
@@ -240,33 +263,7 @@ TGT INLINE __m512 load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_lo
                 s[h] = _mm512_fmadd_ps(_mm512_set1_ps(qh[h * 16 * NV + 16 * c + r]), kv, s[h]);        \
         }                                                                                              \
     }                                                                                                  \
-    TGT INLINE void qk_pair_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
-        __m512 a[HT], b[HT];                                                                           \
-        qk_lane_##NV##_##HT(kt, qh, r, a);                                                             \
-        qk_lane_##NV##_##HT(kt, qh, r + 8, b);                                                         \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    TGT INLINE void qk_quad_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
-        __m512 a[HT], b[HT];                                                                           \
-        qk_pair_##NV##_##HT(kt, qh, r, a);                                                             \
-        qk_pair_##NV##_##HT(kt, qh, r + 4, b);                                                         \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    TGT INLINE void qk_half_##NV##_##HT(const uint16_t *kt, const float *qh, int r, __m512 *t) {       \
-        __m512 a[HT], b[HT];                                                                           \
-        qk_quad_##NV##_##HT(kt, qh, r, a);                                                             \
-        qk_quad_##NV##_##HT(kt, qh, r + 2, b);                                                         \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm512_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    /* out[h * stride + j] = the score of head h and key j, times scale */                             \
-    TGT INLINE void qk_tile_##NV##_##HT(const uint16_t *kt, const float *qh, __m512 scale, float *out, \
-                                        int32_t stride) {                                              \
-        __m512 a[HT], b[HT];                                                                           \
-        qk_half_##NV##_##HT(kt, qh, 0, a);                                                             \
-        qk_half_##NV##_##HT(kt, qh, 1, b);                                                             \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                           \
-            _mm512_storeu_ps(out + (size_t)h * stride, _mm512_mul_ps(_mm512_add_ps(a[h], b[h]), scale)); \
-    }
+    LANE_TREE(TGT, __m512, _mm512_add_ps, _mm512_mul_ps, _mm512_storeu_ps, const uint16_t *, qk##NV##_##HT, HT)
 
 /* The scores of heads hn heads (qh, F16-rounded) against one K tile: four heads a call
  * (each key vector converted once for them), then two, then one. */
@@ -277,9 +274,9 @@ TGT INLINE __m512 load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_lo
     TGT INLINE void qk_heads_##NV(const uint16_t *kt, const float *qh, int32_t hn, __m512 scale, float *out, \
                                   int32_t stride) {                                                    \
         int32_t g = 0;                                                                                 \
-        for (; g + 4 <= hn; g += 4) qk_tile_##NV##_4(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
-        if (g + 2 <= hn) qk_tile_##NV##_2(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride), g += 2; \
-        if (g < hn) qk_tile_##NV##_1(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
+        for (; g + 4 <= hn; g += 4) qk##NV##_4_tile(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
+        if (g + 2 <= hn) qk##NV##_2_tile(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride), g += 2; \
+        if (g < hn) qk##NV##_1_tile(kt, qh + (size_t)g * 16 * NV, scale, out + (size_t)g * stride, stride); \
     }
 
 /* out rows h < hc (HD floats each) = sum over keys t of p[h * n_pad + t] * V row t in the
@@ -401,7 +398,7 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
  * 8 keys. Two heads a call share each loaded vector (with 16 registers, two heads' live
  * sums of the depth-first tree fit; four do not). NV counts 8-float vectors of a head. */
 #define QK8_TILE(NV, HT)                                                                               \
-    TGT256 INLINE void qk8_lane_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *s) {      \
+    TGT256 INLINE void qk8_##NV##_##HT##_lane(const float *kf, const float *qh, int r, __m256 *s) {    \
         _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) s[h] = _mm256_setzero_ps();               \
         _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) {                                     \
             const __m256 kv = _mm256_load_ps(kf + 8 * (16 * c + r));                                   \
@@ -409,32 +406,7 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
                 s[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(qh + h * 8 * NV + 16 * c + r), kv, s[h]);   \
         }                                                                                              \
     }                                                                                                  \
-    TGT256 INLINE void qk8_pair_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
-        __m256 a[HT], b[HT];                                                                           \
-        qk8_lane_##NV##_##HT(kf, qh, r, a);                                                            \
-        qk8_lane_##NV##_##HT(kf, qh, r + 8, b);                                                        \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    TGT256 INLINE void qk8_quad_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
-        __m256 a[HT], b[HT];                                                                           \
-        qk8_pair_##NV##_##HT(kf, qh, r, a);                                                            \
-        qk8_pair_##NV##_##HT(kf, qh, r + 4, b);                                                        \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    TGT256 INLINE void qk8_half_##NV##_##HT(const float *kf, const float *qh, int r, __m256 *t) {      \
-        __m256 a[HT], b[HT];                                                                           \
-        qk8_quad_##NV##_##HT(kf, qh, r, a);                                                            \
-        qk8_quad_##NV##_##HT(kf, qh, r + 2, b);                                                        \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) t[h] = _mm256_add_ps(a[h], b[h]);         \
-    }                                                                                                  \
-    TGT256 INLINE void qk8_tile_##NV##_##HT(const float *kf, const float *qh, __m256 scale, float *out, \
-                                            int32_t stride) {                                          \
-        __m256 a[HT], b[HT];                                                                           \
-        qk8_half_##NV##_##HT(kf, qh, 0, a);                                                            \
-        qk8_half_##NV##_##HT(kf, qh, 1, b);                                                            \
-        _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++)                                           \
-            _mm256_storeu_ps(out + (size_t)h * stride, _mm256_mul_ps(_mm256_add_ps(a[h], b[h]), scale)); \
-    }
+    LANE_TREE(TGT256, __m256, _mm256_add_ps, _mm256_mul_ps, _mm256_storeu_ps, const float *, qk8_##NV##_##HT, HT)
 
 #define QK8_TILES(NV)                                                                                  \
     QK8_TILE(NV, 2)                                                                                    \
@@ -442,8 +414,8 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
     TGT256 INLINE void qk8_heads_##NV(const float *kf, const float *qh, int32_t hn, __m256 scale, float *out, \
                                       int32_t stride) {                                                \
         int32_t g = 0;                                                                                 \
-        for (; g + 2 <= hn; g += 2) qk8_tile_##NV##_2(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
-        if (g < hn) qk8_tile_##NV##_1(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
+        for (; g + 2 <= hn; g += 2) qk8_##NV##_2_tile(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
+        if (g < hn) qk8_##NV##_1_tile(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
     }
 
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
