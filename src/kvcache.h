@@ -25,9 +25,9 @@
  * for every decode step's attention reads. K and V are separate arrays, layer-major, then
  * KV head, then block, then slot:
  *   v[(((layer * n_head_kv + head) * n_blocks + block) * block_size + slot) * head_dim + i]
- * and K the same pages, each holding its keys in transposed tiles of 16 (tokd_kv_k_offset,
- * below). So what one attention task reads (one KV head of one layer) is contiguous within a page,
- * and the pages of a sequence whose blocks came from the free list in order (0, 1, 2, ...
+ * and K the same pages, each holding its keys in transposed tiles of 16
+ * (tokd_kv_k_offset, below). So what one attention task reads (one KV head of one layer)
+ * is contiguous within a page, and the pages of a sequence whose blocks came from the free list in order (0, 1, 2, ...
  * for a context of its own) follow one another in memory: one stream through the whole
  * context. Block-major (block, then layer, then head), as before the forty-third session,
  * put a head's pages n_layer * n_head_kv pages apart (176 KB in the TinyLlama shape), each
