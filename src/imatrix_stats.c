@@ -139,9 +139,10 @@ void tokd_imatrix_report_make(const tokd_imatrix *im, tokd_imatrix_report *r) {
         if (!s->n) continue;
         const tokd_imatrix_entry *prev = previous_layer(im, s->entry->name);
         if (prev && prev->n == s->entry->n) {
-            double *a = means_of(s->entry), *b = means_of(prev), acc[3] = {0, 0, 0};
-            cos_add(a, b, s->entry->n, acc);
-            s->cossim = cos_of(acc);
+            double *a = means_of(s->entry), *b = means_of(prev);
+            cos_add(a, b, s->entry->n, s->cos_sums);
+            s->paired = true;
+            s->cossim = cos_of(s->cos_sums);
             free(a);
             free(b);
         }
@@ -168,13 +169,9 @@ void tokd_imatrix_report_make(const tokd_imatrix *im, tokd_imatrix_report *r) {
             l->sum += s->sum;
             l->zd += s->zd * (double)s->n;
             l->n += s->n;
-            const tokd_imatrix_entry *prev = previous_layer(im, s->entry->name);
-            if (prev && prev->n == s->entry->n) {
-                double *va = means_of(s->entry), *vb = means_of(prev);
-                cos_add(va, vb, s->entry->n, acc);
+            if (s->paired) { /* the vectors end to end: their sums add */
+                for (int k = 0; k < 3; k++) acc[k] += s->cos_sums[k];
                 paired = true;
-                free(va);
-                free(vb);
             }
         }
         l->zd = l->n ? l->zd / (double)l->n : 0;

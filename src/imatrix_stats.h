@@ -22,6 +22,7 @@
 #ifndef TOKD_IMATRIX_STATS_H
 #define TOKD_IMATRIX_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "imatrix.h"
@@ -33,6 +34,8 @@ typedef struct {
     int tensor_len;
     double sum, min, max, mean, std, entropy, zd, cossim;
     int64_t n;          /* columns counted */
+    bool paired;        /* whether the layer before has the tensor (of the same size) */
+    double cos_sums[3]; /* then a·b, |a|², |b|² of the two E[x²] vectors (cossim's terms) */
 } tokd_imatrix_stat;
 
 typedef struct {
