@@ -1,6 +1,7 @@
 /* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
  * the golden generation of `tokd run`, `tokd logits` against the golden logits,
- * `tokd info`, `tokd imatrix`'s files and formats, and hostile input — truncated and corrupted model files, bad options,
+ * `tokd info`, `tokd imatrix`'s files and formats, every command's `--help` against its
+ * parser and README.md, and hostile input — truncated and corrupted model files, bad options,
  * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
  * never a crash or a hang. */
 #include <cjson/cJSON.h>
@@ -249,7 +250,9 @@ static void test_option_parsing(void) {
         {{(char *)tokd, "quantize", "a", "--bogus", NULL}, 2, "", "tokd quantize: unknown option '--bogus'\n"},
         {{(char *)tokd, "render", "x", NULL}, 2, "",
          "tokd render: unknown argument 'x' (usage: tokd render --template FILE.jinja < context.json)\n"},
-        {{(char *)tokd, "tokenize", "--help", "--bogus", NULL}, 0, "usage: tokd tokenize -m MODEL [--no-bos] [--special]   (text on stdin)\n", NULL},
+        {{(char *)tokd, "tokenize", "--help", "--bogus", NULL}, 0, "usage: tokd tokenize -m MODEL [options]  < text\n", ""},
+        {{(char *)tokd, "tokenize", "--bogus", "--help", NULL}, 2, "", "tokd tokenize: unknown option '--bogus'\n"},
+        {{(char *)tokd, "run", "-n", "--help", NULL}, 2, "", "tokd run: bad value for -n: '--help' (expected an integer in [-1, 16777216])\n"},
         {{(char *)tokd, "bench-serve", "--port", "1", "-c", "1", "-n", "1", "--max-tokens", "3", "--prompt-words", "4", NULL}, 1,
          "bench-serve: 1 clients, 1 requests (1 failed), prompt 0+4 words, 3 output tokens, temp 0\n", NULL},
     };
@@ -260,6 +263,121 @@ static void test_option_parsing(void) {
         stops[5 + 2 * k] = "s";
     }
     expect_run(stops, 2, "", "tokd run: at most 16 stop strings\n");
+}
+
+/* The long options (--name) in text[0..len), each once, into names (a list of cap). */
+static int long_options(const char *text, size_t len, char names[][40], int n, int cap) {
+    for (size_t i = 0; i + 2 < len; i++) {
+        if (text[i] != '-' || text[i + 1] != '-' || (i > 0 && text[i - 1] != ' ' && text[i - 1] != '[' && text[i - 1] != '|'))
+            continue;
+        size_t j = i + 2;
+        while (j < len && ((text[j] >= 'a' && text[j] <= 'z') || (text[j] >= '0' && text[j] <= '9') || text[j] == '-')) j++;
+        if (j - i < 3 || j - i >= 40) continue;
+        int k = 0;
+        while (k < n && (strlen(names[k]) != j - i || strncmp(names[k], text + i, j - i) != 0)) k++;
+        if (k == n && n < cap) {
+            memcpy(names[n], text + i, j - i);
+            names[n++][j - i] = 0;
+        }
+    }
+    return n;
+}
+
+static bool in_list(char names[][40], int n, const char *name) {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(names[k], name)) return true;
+    return false;
+}
+
+/* Whether text[0..len) has name as a word of a synopsis: after a space, '[' or '|', and
+ * before a space, ']', '|' or the end of a line. */
+static bool has_option_word(const char *text, size_t len, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 1; i + n <= len; i++)
+        if (!strncmp(text + i, name, n) && strchr(" [|", text[i - 1]) && (i + n == len || strchr(" ]|\n", text[i + n])))
+            return true;
+    return false;
+}
+
+/* `tokd CMD --help` (and -h) for every command: exit 0, the usage line, nothing on
+ * stderr. Every option line it prints names options the command parses: one with a value
+ * asks for it when given none, a flag lets parsing go on to the next argument. And the
+ * command's synopsis in README.md names every option of the help (by one of its names),
+ * and no long option the help lacks: the README cannot fall behind the option tables,
+ * nor the help list options that do not exist (the help and the parser read the same
+ * table: cli_opts.h). */
+static void test_help(void) {
+    static const char *cmds[] = {"run",     "chat",  "serve",  "bench-serve", "bench",    "quantize",
+                                 "imatrix", "synth", "logits", "tokenize",    "info",     "render"};
+    size_t readme_len = 0;
+    char *readme = tokd_read_file("README.md", &readme_len);
+    CHECK(readme != NULL, "README.md is readable from the test's directory (the repository root)");
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        char *argv[] = {(char *)tokd, (char *)cmds[c], "--help", NULL}, *argv_h[] = {(char *)tokd, (char *)cmds[c], "-h", NULL};
+        proc_result r, rh;
+        run(argv, &r);
+        run(argv_h, &rh);
+        char usage[64];
+        snprintf(usage, sizeof usage, "usage: tokd %s ", cmds[c]);
+        CHECK(r.exited && r.code == 0 && !r.err.len && !strncmp(r.out.data, usage, strlen(usage)) && strstr(r.out.data, "\noptions:\n"),
+              "tokd %s --help: exit %d, stdout '%.80s', stderr '%s'", cmds[c], r.code, r.out.data, r.err.data);
+        CHECK(rh.code == 0 && !strcmp(rh.out.data, r.out.data), "tokd %s -h prints what --help does", cmds[c]);
+        /* README.md: the code block under "### `tokd CMD`" */
+        char heading[64];
+        snprintf(heading, sizeof heading, "### `tokd %s`\n```\n", cmds[c]);
+        const char *block = readme ? strstr(readme, heading) : NULL;
+        const char *block_end = block ? strstr(block + strlen(heading), "```") : NULL;
+        CHECK(block && block_end, "README.md has a synopsis block for tokd %s", cmds[c]);
+        if (!block || !block_end) block = block_end = "";
+        else block += strlen(heading);
+        const size_t block_len = (size_t)(block_end - block);
+        /* each option line: "  -t, --threads N   text" or "      --host ADDR   text" */
+        char help_names[64][40];
+        int n_help = 0, n_lines = 0, bad = 0;
+        const char *line = strstr(r.out.data, "\noptions:\n");
+        for (line = line ? line + 10 : ""; line[0] == ' ' && line[1] == ' '; line = strchr(line, '\n') + 1) {
+            const char *p = line + 2;
+            while (*p == ' ') p++;
+            const char *end = strstr(p, "  "), *eol = strchr(p, '\n');
+            if (!end || end > eol) end = eol;
+            char names[128] = {0};
+            memcpy(names, p, (size_t)(end - p) < sizeof names - 1 ? (size_t)(end - p) : sizeof names - 1);
+            bool has_value = false, in_readme = false, is_help = false;
+            char *opts[3];
+            int n_opts = 0;
+            for (char *tok = strtok(names, ", "); tok; tok = strtok(NULL, ", "))
+                if (tok[0] == '-' && n_opts < 3) opts[n_opts++] = tok;
+                else has_value = true;
+            n_lines++;
+            for (int k = 0; k < n_opts; k++) {
+                in_readme |= has_option_word(block, block_len, opts[k]);
+                if (!strcmp(opts[k], "-h") || !strcmp(opts[k], "--help")) {
+                    is_help = true;
+                    continue;
+                }
+                if (opts[k][1] == '-' && n_help < 64) snprintf(help_names[n_help++], 40, "%s", opts[k]);
+                char *probe[] = {(char *)tokd, (char *)cmds[c], opts[k], has_value ? NULL : "--no-such-option", NULL};
+                proc_result o;
+                run(probe, &o);
+                char want[96];
+                if (has_value) snprintf(want, sizeof want, "tokd: option %s needs a value\n", opts[k]);
+                else snprintf(want, sizeof want, "'--no-such-option'");
+                bool ok = o.exited && o.code == 2 && (has_value ? !strcmp(o.err.data, want) : strstr(o.err.data, want) != NULL);
+                if (!ok) bad++;
+                CHECK(ok, "tokd %s %s%s: exit %d, stderr '%s'", cmds[c], opts[k], has_value ? "" : " --no-such-option", o.code, o.err.data);
+                proc_free(&o);
+            }
+            CHECK(is_help || in_readme, "README's synopsis of tokd %s names the option %s", cmds[c], n_opts ? opts[0] : "?");
+        }
+        CHECK(n_lines >= 2 && bad == 0, "tokd %s --help: %d option lines, each an option the command parses (%d not)", cmds[c], n_lines, bad);
+        char readme_names[64][40];
+        int n_readme = long_options(block, block_len, readme_names, 0, 64);
+        for (int k = 0; k < n_readme; k++)
+            CHECK(in_list(help_names, n_help, readme_names[k]), "README's tokd %s %s is in its --help", cmds[c], readme_names[k]);
+        proc_free(&r);
+        proc_free(&rh);
+    }
+    free(readme);
 }
 
 /* Every truncation length and 1,000 seeded corruptions of the header, metadata and
@@ -571,6 +689,7 @@ int main(void) {
     test_info();
     test_bad_options();
     test_option_parsing();
+    test_help();
     test_imatrix();
     test_bad_files();
     T_DONE();

@@ -19,6 +19,17 @@ int cmd_imatrix(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 
+/* The commands (main.c's table): the name argv[1] gives, the synopsis `tokd NAME --help`
+ * prints after "tokd ", one line on what the command is for, and (or NULL) a function
+ * giving a paragraph that help ends with, such as the accepted values of an argument. */
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *synopsis, *purpose;
+    const char *(*notes)(void);
+} cli_command;
+const cli_command *cli_command_find(const char *name); /* NULL: no such command */
+
 /* Shared helpers (cli_common.c); the option tables and cli_parse are in cli_opts.h. */
 /* Parse numbers strictly (whole string, in range); print "tokd CMD: bad value for OPT" and
  * return -1 on failure. */

@@ -1,6 +1,6 @@
 /* cli_opts.c — cli_parse: walks argv against a command's option table (cli_opts.h), so
- * that every command gets the same matching, value checks and error lines from one loop
- * instead of an if/else chain of its own. */
+ * that every command gets the same matching, value checks, error lines and `--help` from
+ * one loop instead of an if/else chain of its own. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,19 +45,71 @@ static int set_value(const char *cmd, const cli_option *o, const char *val) {
     }
 }
 
+/* A row's names as --help shows them: the one-dash form first, as `-t, --threads N`;
+ * without one, indented to line up with those that have it. */
+static int option_names(char *buf, size_t cap, const cli_option *o) {
+    const char *first = o->name, *second = o->alias;
+    if (second && second[1] != '-' && first[1] == '-') first = o->alias, second = o->name;
+    int n = second ? snprintf(buf, cap, "%s, %s", first, second) : snprintf(buf, cap, "%s%s", first[1] == '-' ? "    " : "", first);
+    if (o->arg) n += snprintf(buf + n, cap - (size_t)n, " %s", o->arg);
+    return n;
+}
+
+/* text as a paragraph after a blank line, broken at spaces before column 90 */
+static void print_wrapped(FILE *out, const char *text) {
+    fputc('\n', out);
+    size_t col = 0;
+    for (const char *w = text; *w;) {
+        size_t len = strcspn(w, " ");
+        if (col && col + 1 + len > 90) fputc('\n', out), col = 0;
+        else if (col) fputc(' ', out), col++;
+        fwrite(w, 1, len, out);
+        col += len;
+        w += len;
+        w += strspn(w, " ");
+    }
+    fputc('\n', out);
+}
+
+#define HELP_COLUMN 34 /* where the texts start; longer names push theirs to the next line */
+
+void cli_print_help(FILE *out, const char *cmd, const cli_option *opts) {
+    const cli_command *c = cli_command_find(cmd);
+    fprintf(out, "usage: tokd %s\n", c ? c->synopsis : cmd);
+    if (c) fprintf(out, "\n%s\n", c->purpose);
+    fprintf(out, "\noptions:\n");
+    for (const cli_option *o = opts; !is_end(o); o++) {
+        char names[128];
+        int n = option_names(names, sizeof names, o);
+        fprintf(out, "  %s", names);
+        if (n + 2 >= HELP_COLUMN) fprintf(out, "\n%*s", HELP_COLUMN, "");
+        else fprintf(out, "%*s", HELP_COLUMN - n - 2, "");
+        fprintf(out, "%s", o->help ? o->help : "");
+        if (o->kind == CLI_K_LIST) fprintf(out, "; repeatable, up to %ld times", o->hi);
+        fputc('\n', out);
+    }
+    fprintf(out, "  -h, --help%*s%s\n", HELP_COLUMN - 12, "", "print this help and exit");
+    if (c && c->notes) print_wrapped(out, c->notes());
+}
+
+static bool is_help(const char *a) { return !strcmp(a, "-h") || !strcmp(a, "--help"); }
+
 int cli_parse(const char *cmd, int argc, char **argv, const cli_option *opts) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const cli_option *o = opts;
         while (!is_end(o) && strcmp(a, o->name) != 0 && !(o->alias && strcmp(a, o->alias) == 0)) o++;
+        if (is_end(o) && is_help(a)) { /* a row of the same name (none today) would win */
+            cli_print_help(stdout, cmd, opts);
+            return CLI_HELP_SHOWN;
+        }
         if (o->kind == CLI_K_REST) {
             if (o->fn(cmd, NULL, a, o->dst)) return -1;
         } else if (o->kind == CLI_K_END) {
             fprintf(stderr, "tokd %s: unknown option '%s'\n", cmd, a);
             return -1;
-        } else if (o->kind == CLI_K_FLAG || o->kind == CLI_K_STOP) {
+        } else if (o->kind == CLI_K_FLAG) {
             *(bool *)o->dst = true;
-            if (o->kind == CLI_K_STOP) return 0;
         } else if (i + 1 >= argc) {
             fprintf(stderr, "tokd: option %s needs a value\n", a);
             return -1;

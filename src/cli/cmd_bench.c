@@ -95,18 +95,19 @@ int cmd_bench(int argc, char **argv) {
     bool json = false, no_machine = false;
     const cli_option opts[] = {
         CLI_MODEL(&p.model_path),
-        CLI_INT("-p", "--n-prompt", &p.n_prompt, 0, 65536),
-        CLI_INT("-n", "--n-gen", &p.n_gen, 0, 65536),
-        CLI_INT("-d", "--n-depth", &p.n_depth, 0, 1 << 20),
-        CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS),
+        CLI_INT("-p", "--n-prompt", &p.n_prompt, 0, 65536, "N", "pp: one batched prompt of N tokens (default 512; 0: none)"),
+        CLI_INT("-n", "--n-gen", &p.n_gen, 0, 65536, "N", "tg: N single-token decode steps (default 128; 0: none)"),
+        CLI_INT("-d", "--n-depth", &p.n_depth, 0, 1 << 20, "N", "run pp and tg after N positions already in the cache (default 0)"),
+        CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS, "N", "runs of each, reported as median and range (default 3)"),
         CLI_THREADS(&p.n_threads),
-        CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16),
-        CLI_FLAG("--json", NULL, &json),
-        CLI_FLAG("--no-machine", NULL, &no_machine),
-        CLI_INT("--profile", NULL, &p.profile_steps, 1, 65536),
+        CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16, "MIB", "the bandwidth probe's buffer (default 512)"),
+        CLI_FLAG("--json", NULL, &json, "print one JSON object instead of text"),
+        CLI_FLAG("--no-machine", NULL, &no_machine, "skip the bandwidth and arithmetic-peak probes"),
+        CLI_INT("--profile", NULL, &p.profile_steps, 1, 65536, "N", "then N more decode steps, showing where their time went"),
         CLI_END,
     };
-    if (cli_parse("bench", argc, argv, opts)) return 2;
+    int parsed = cli_parse("bench", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (no_machine) p.measure_machine = false;
     if (!p.model_path) {
         fprintf(stderr, "tokd bench: need -m MODEL\n");

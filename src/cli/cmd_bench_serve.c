@@ -137,19 +137,20 @@ int cmd_bench_serve(int argc, char **argv) {
     b.max_tokens = 64;
     b.prompt_words = 32;
     const cli_option opts[] = {
-        CLI_STR("--host", NULL, &b.host),
-        CLI_INT("--port", NULL, &b.port, 1, 65535),
-        CLI_INT("-c", "--concurrency", &b.conc, 1, 4096),
-        CLI_INT("-n", "--requests", &b.n_req, 1, 1 << 20),
-        CLI_INT("--max-tokens", NULL, &b.max_tokens, 1, 1 << 20),
-        CLI_INT("--prompt-words", NULL, &b.prompt_words, 1, 1 << 20),
-        CLI_INT("--shared-prefix-words", NULL, &b.shared_words, 0, 1 << 20),
-        CLI_INT("--seed", NULL, &b.seed, 0, 1 << 30),
-        CLI_NUM("--temp", NULL, &b.temp, 0, 2),
-        CLI_STR("--api-key", NULL, &b.api_key),
+        CLI_STR("--host", NULL, &b.host, "ADDR", "the server's address (default 127.0.0.1)"),
+        CLI_INT("--port", NULL, &b.port, 1, 65535, "PORT", "the server's port (default 8080)"),
+        CLI_INT("-c", "--concurrency", &b.conc, 1, 4096, "N", "clients streaming at once (default 16)"),
+        CLI_INT("-n", "--requests", &b.n_req, 1, 1 << 20, "N", "requests in all (default 64)"),
+        CLI_INT("--max-tokens", NULL, &b.max_tokens, 1, 1 << 20, "N", "output tokens of each request (default 64)"),
+        CLI_INT("--prompt-words", NULL, &b.prompt_words, 1, 1 << 20, "N", "words of each prompt after the shared prefix (default 32)"),
+        CLI_INT("--shared-prefix-words", NULL, &b.shared_words, 0, 1 << 20, "N", "words every prompt starts with (default 0)"),
+        CLI_INT("--seed", NULL, &b.seed, 0, 1 << 30, "S", "the prompts' seed: a new one gives prompts the server has not cached"),
+        CLI_NUM("--temp", NULL, &b.temp, 0, 2, "T", "sampling temperature of the requests (default 0)"),
+        CLI_STR("--api-key", NULL, &b.api_key, "KEY", "the server's API key"),
         CLI_END,
     };
-    if (cli_parse("bench-serve", argc, argv, opts)) return 2;
+    int parsed = cli_parse("bench-serve", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     pthread_mutex_init(&b.mu, NULL);
     b.ttft = tokd_xcalloc((size_t)b.n_req, sizeof(double));
     b.e2e = tokd_xcalloc((size_t)b.n_req, sizeof(double));

@@ -53,15 +53,16 @@ int cmd_chat(int argc, char **argv) {
     long n_threads = 0, ctx_size = 0;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
-        CLI_STR("--system", NULL, &system),
-        CLI_N_PREDICT(&gp.n_predict, 1, 1 << 20),
+        CLI_STR("--system", NULL, &system, "TEXT", "the system message"),
+        CLI_N_PREDICT(&gp.n_predict, 1, 1 << 20, "tokens of each reply at most (default 256)"),
         CLI_TEMP(&gp.sampling),
-        CLI_INT("--seed", "-s", &gp.sampling.seed, 0, 0x7fffffffL),
+        CLI_INT("--seed", "-s", &gp.sampling.seed, 0, 0x7fffffffL, "S", "the sampler's random seed (default 0)"),
         CLI_THREADS(&n_threads),
         CLI_CTX_SIZE(&ctx_size, 16),
         CLI_END,
     };
-    if (cli_parse("chat", argc, argv, opts)) return 2;
+    int parsed = cli_parse("chat", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     tokd_err err;
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {

@@ -195,23 +195,24 @@ int cmd_imatrix(int argc, char **argv) {
     bool process_output = false, no_ppl = false, parse_special = false, statistics = false;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
-        CLI_STR("-f", "--file", &text_path),
-        CLI_STR("-o", "--output", &out_path),
-        CLI_LIST("--in-file", NULL, in_files, MAX_IN_FILES, &n_in, "input matrices"),
-        CLI_CALL("--output-format", NULL, parse_format, &format),
-        CLI_INT("-c", "--ctx-size", &n_ctx, 16, 1 << 20),
-        CLI_INT("-b", "--batch-size", &n_batch, 0, 1 << 20),
-        CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30),
-        CLI_INT("--chunk", NULL, &first_chunk, 0, 1 << 30),
-        CLI_FLAG("--process-output", NULL, &process_output),
-        CLI_FLAG("--no-ppl", NULL, &no_ppl),
-        CLI_FLAG("--parse-special", NULL, &parse_special),
-        CLI_INT("--save-frequency", NULL, &save_every, 0, 1 << 30),
-        CLI_FLAG("--show-statistics", NULL, &statistics),
+        CLI_STR("-f", "--file", &text_path, "TEXT", "the calibration text file"),
+        CLI_STR("-o", "--output", &out_path, "OUT", "the matrix file to write"),
+        CLI_LIST("--in-file", NULL, in_files, MAX_IN_FILES, &n_in, "input matrices", "FILE", "an earlier matrix (GGUF or .dat) to add in"),
+        CLI_CALL("--output-format", NULL, parse_format, &format, "gguf|dat", "the output's form (default gguf; dat: the legacy imatrix.dat)"),
+        CLI_INT("-c", "--ctx-size", &n_ctx, 16, 1 << 20, "N", "tokens per chunk (default 512, or the input matrix's)"),
+        CLI_INT("-b", "--batch-size", &n_batch, 0, 1 << 20, "N", "tokens per batch within a chunk (default: the chunk)"),
+        CLI_INT("--chunks", NULL, &n_chunks, 0, 1 << 30, "N", "run at most N chunks (default 0: all)"),
+        CLI_INT("--chunk", NULL, &first_chunk, 0, 1 << 30, "N", "skip the text's first N chunks"),
+        CLI_FLAG("--process-output", NULL, &process_output, "include output.weight"),
+        CLI_FLAG("--no-ppl", NULL, &no_ppl, "do not compute the perplexity on the text"),
+        CLI_FLAG("--parse-special", NULL, &parse_special, "read special tokens written in the text as such"),
+        CLI_INT("--save-frequency", NULL, &save_every, 0, 1 << 30, "N", "also write OUT.at_<chunks> every N chunks (default 0: never)"),
+        CLI_FLAG("--show-statistics", NULL, &statistics, "print per-tensor and per-layer statistics of --in-file"),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
-    if (cli_parse("imatrix", argc, argv, opts)) return 2;
+    int parsed = cli_parse("imatrix", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (statistics) {
         if (n_in != 1 || model_path || text_path || out_path) {
             fprintf(stderr, "tokd imatrix: --show-statistics takes one --in-file and nothing else to do\n");

@@ -23,7 +23,8 @@ static void mib(const char *label, double bytes) { printf("  %-22s %10.2f MiB\n"
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;
     const cli_option opts[] = {CLI_MODEL(&path), CLI_END};
-    if (cli_parse("info", argc, argv, opts)) return 2;
+    int parsed = cli_parse("info", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!path) {
         fprintf(stderr, "tokd info: missing -m MODEL\n");
         return 2;

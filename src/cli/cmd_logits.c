@@ -12,12 +12,13 @@ int cmd_logits(int argc, char **argv) {
     long n_threads = 0;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
-        CLI_STR("-p", "--prompt", &prompt),
-        CLI_STR("-o", "--output", &out_path),
+        CLI_STR("-p", "--prompt", &prompt, "TEXT", "the prompt (with the model's default BOS handling)"),
+        CLI_STR("-o", "--output", &out_path, "FILE", "where to write the float32 logits"),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
-    if (cli_parse("logits", argc, argv, opts)) return 2;
+    int parsed = cli_parse("logits", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!model_path || !prompt || !out_path) {
         fprintf(stderr, "tokd logits: need -m MODEL -p PROMPT -o FILE\n");
         return 2;

@@ -38,13 +38,14 @@ int cmd_quantize(int argc, char **argv) {
     tokd_quantize_opts qo = {0};
     const cli_option opts[] = {CLI_THREADS(&n_threads),
                                CLI_QUIET(&quiet),
-                               CLI_FLAG("--pure", NULL, &qo.pure),
-                               CLI_STR("--output-tensor-type", NULL, &qo.output_type),
-                               CLI_STR("--token-embedding-type", NULL, &qo.embd_type),
-                               CLI_FLAG("--allow-requantize", NULL, &qo.allow_requantize),
-                               CLI_STR("--imatrix", NULL, &qo.imatrix),
+                               CLI_FLAG("--pure", NULL, &qo.pure, "TYPE for every matrix, without the mixes' rules"),
+                               CLI_STR("--output-tensor-type", NULL, &qo.output_type, "T", "the type of output.weight"),
+                               CLI_STR("--token-embedding-type", NULL, &qo.embd_type, "T", "the type of token_embd.weight"),
+                               CLI_FLAG("--allow-requantize", NULL, &qo.allow_requantize, "accept quantized input (dequantized first; lower quality)"),
+                               CLI_STR("--imatrix", NULL, &qo.imatrix, "FILE", "an importance matrix (tokd imatrix or llama-imatrix)"),
                                CLI_REST(add_positional, &p)};
-    if (cli_parse("quantize", argc, argv, opts)) return 2;
+    int parsed = cli_parse("quantize", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (p.n != 3) {
         fprintf(stderr, "tokd quantize: need IN.gguf OUT.gguf TYPE (types: %s)\n", tokd_qtarget_list());
         return 2;

@@ -58,8 +58,9 @@ static int unknown_argument(const char *cmd, const char *opt, const char *a, voi
 
 int cmd_render(int argc, char **argv) {
     const char *path = NULL;
-    const cli_option opts[] = {CLI_STR("--template", "-t", &path), CLI_REST(unknown_argument, NULL)};
-    if (cli_parse("render", argc, argv, opts)) return 2;
+    const cli_option opts[] = {CLI_STR("--template", "-t", &path, "FILE", "the Jinja chat template"), CLI_REST(unknown_argument, NULL)};
+    int parsed = cli_parse("render", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!path) {
         cli_die_msg("render", "missing --template FILE.jinja");
         return 2;

@@ -65,21 +65,22 @@ int cmd_run(int argc, char **argv) {
     bool no_bos = false;
     const char *grammar_file = NULL, *schema_file = NULL;
     const cli_option opts[] = {
-        CLI_MODEL(&model_path),
-        CLI_STR("-p", "--prompt", &prompt),
-        CLI_N_PREDICT(&gp.n_predict, -1, 1 << 24),
+        CLI_STR("-m", "--model", &model_path, "FILE", "the GGUF model file (default ../shared/models/stories260K.gguf)"),
+        CLI_STR("-p", "--prompt", &prompt, "TEXT", "the prompt (with the model's default BOS handling)"),
+        CLI_N_PREDICT(&gp.n_predict, -1, 1 << 24, "tokens to generate at most (default 128; -1: until the context is full)"),
         CLI_SAMPLING(&gp.sampling),
-        CLI_CALL("--seed", "-s", parse_seed, &gp.sampling.seed),
-        CLI_LIST("--stop", NULL, stops, MAX_STOP, &n_stop, "stop strings"),
+        CLI_CALL("--seed", "-s", parse_seed, &gp.sampling.seed, "S", "the sampler's random seed (default 0)"),
+        CLI_LIST("--stop", NULL, stops, MAX_STOP, &n_stop, "stop strings", "TEXT", "stop at this text, which is never printed"),
         CLI_THREADS(&n_threads),
         CLI_CTX_SIZE(&ctx_size, 1),
-        CLI_NUM("--time-limit", NULL, &gp.time_limit_s, 0, 1e9),
-        CLI_STR("--grammar-file", NULL, &grammar_file),
-        CLI_STR("--json-schema", NULL, &schema_file),
-        CLI_FLAG("--no-bos", NULL, &no_bos),
+        CLI_NUM("--time-limit", NULL, &gp.time_limit_s, 0, 1e9, "SECONDS", "stop generating after this long (0: no limit)"),
+        CLI_STR("--grammar-file", NULL, &grammar_file, "FILE", "constrain the output to a GBNF-style grammar (root ::= ...)"),
+        CLI_STR("--json-schema", NULL, &schema_file, "FILE", "constrain the output to JSON matching this JSON Schema"),
+        CLI_FLAG("--no-bos", NULL, &no_bos, "add no BOS token before the prompt"),
         CLI_END,
     };
-    if (cli_parse("run", argc, argv, opts)) return 2;
+    int parsed = cli_parse("run", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!prompt) {
         fprintf(stderr, "tokd run: missing -p PROMPT\n");
         return 2;

@@ -31,27 +31,28 @@ int cmd_serve(int argc, char **argv) {
     tokd_engine_params_default(&ep);
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
-        CLI_STR("--host", NULL, &sp.host),
-        CLI_INT("--port", NULL, &sp.port, 0, 65535),
-        CLI_STR("--api-key", NULL, &sp.api_key),
-        CLI_STR("--alias", NULL, &alias),
-        CLI_INT("--max-seqs", NULL, &ep.max_seqs, 1, 4096),
-        CLI_INT("--kv-mem", NULL, &ep.kv_mem_mib, 1, 1 << 20),
-        CLI_INT("--kv-blocks", NULL, &ep.n_blocks, 1, 1 << 24),
-        CLI_INT("--ctx", "-c", &ep.n_ctx, 16, 1 << 20),
-        CLI_INT("-t", "--threads", &ep.n_threads, 0, 1024), /* 0: physical cores */
-        CLI_INT("--step-tokens", NULL, &ep.step_tokens, 1, 65536),
-        CLI_INT("--max-queue", NULL, &ep.max_waiting, 1, 1 << 20),
-        CLI_NUM("--timeout", NULL, &sp.timeout_s, 1, 86400),
-        CLI_NUM("--shutdown-grace", NULL, &sp.shutdown_grace_s, 0, 86400),
-        CLI_INT("--max-body", NULL, &sp.max_body, 1024, 1L << 30),
-        CLI_STR("--chat-template-file", NULL, &template_path),
-        CLI_STR("--tool-format", NULL, &sp.tool_format),
-        CLI_STR("--reasoning-format", NULL, &sp.reasoning_format),
-        CLI_FLAG("--no-prefix-cache", NULL, &ep.no_prefix_cache),
+        CLI_STR("--host", NULL, &sp.host, "ADDR", "address to listen on (default 127.0.0.1)"),
+        CLI_INT("--port", NULL, &sp.port, 0, 65535, "PORT", "port to listen on (default 8080; 0: any free port)"),
+        CLI_STR("--api-key", NULL, &sp.api_key, "KEY", "require Authorization: Bearer KEY"),
+        CLI_STR("--alias", NULL, &alias, "NAME", "the model's id in /v1/models (default: the file name)"),
+        CLI_INT("--max-seqs", NULL, &ep.max_seqs, 1, 4096, "N", "sequences decoded together at most (default 16)"),
+        CLI_INT("--kv-mem", NULL, &ep.kv_mem_mib, 1, 1 << 20, "MIB", "KV cache size (default: room for --max-seqs full contexts)"),
+        CLI_INT("--kv-blocks", NULL, &ep.n_blocks, 1, 1 << 24, "N", "KV cache size in blocks of 16 positions (instead of --kv-mem)"),
+        CLI_INT("--ctx", "-c", &ep.n_ctx, 16, 1 << 20, "N", "context size of each sequence (default: the model's, at most 4096)"),
+        CLI_INT("-t", "--threads", &ep.n_threads, 0, 1024, "N", "threads (default, or 0: the physical cores)"),
+        CLI_INT("--step-tokens", NULL, &ep.step_tokens, 1, 65536, "N", "tokens one batched step carries at most (default 256)"),
+        CLI_INT("--max-queue", NULL, &ep.max_waiting, 1, 1 << 20, "N", "requests waiting at most; past it 429 (default 512)"),
+        CLI_NUM("--timeout", NULL, &sp.timeout_s, 1, 86400, "SECONDS", "close idle or slow-sending connections (default 30)"),
+        CLI_NUM("--shutdown-grace", NULL, &sp.shutdown_grace_s, 0, 86400, "SECONDS", "on SIGTERM, time for running requests to finish (default 30)"),
+        CLI_INT("--max-body", NULL, &sp.max_body, 1024, 1L << 30, "BYTES", "largest request body; past it 413 (default 8 MiB)"),
+        CLI_STR("--chat-template-file", NULL, &template_path, "FILE", "a Jinja chat template instead of the model's"),
+        CLI_STR("--tool-format", NULL, &sp.tool_format, "NAME", "tool-call format (default: from the template; hermes, llama3, mistral, ...)"),
+        CLI_STR("--reasoning-format", NULL, &sp.reasoning_format, "NAME", "reasoning format (default: from the template; think, none, ...)"),
+        CLI_FLAG("--no-prefix-cache", NULL, &ep.no_prefix_cache, "compute every prompt in full, sharing no KV blocks"),
         CLI_END,
     };
-    if (cli_parse("serve", argc, argv, opts)) return 2;
+    int parsed = cli_parse("serve", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!model_path) {
         cli_die_msg("serve", "-m MODEL is required");
         return 2;

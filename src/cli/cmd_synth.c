@@ -12,16 +12,17 @@ int cmd_synth(int argc, char **argv) {
     long n_threads = 0;
     bool quiet = false;
     const cli_option opts[] = {
-        CLI_STR("-o", "--output", &p.out_path),
-        CLI_STR("--shape", NULL, &p.shape),
-        CLI_STR("--type", NULL, &p.type),
-        CLI_STR("--vocab", NULL, &p.vocab_path),
-        CLI_INT("--seed", NULL, &p.seed, 0, 0x7fffffffffffffffL),
+        CLI_STR("-o", "--output", &p.out_path, "FILE", "the GGUF file to write"),
+        CLI_STR("--shape", NULL, &p.shape, "NAME", "the model shape (below)"),
+        CLI_STR("--type", NULL, &p.type, "T", "the weight type or mix (below)"),
+        CLI_STR("--vocab", NULL, &p.vocab_path, "FILE", "the GGUF file to copy the tokenizer from (default: the shape's in ../shared)"),
+        CLI_INT("--seed", NULL, &p.seed, 0, 0x7fffffffffffffffL, "S", "the weights' seed (default 0)"),
         CLI_THREADS(&n_threads),
         CLI_QUIET(&quiet),
         CLI_END,
     };
-    if (cli_parse("synth", argc, argv, opts)) return 2;
+    int parsed = cli_parse("synth", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (quiet) p.log = NULL;
     if (!p.out_path || !p.shape || !p.type) {
         fprintf(stderr, "tokd synth: need -o OUT.gguf --shape NAME --type T (shapes: %s)\n", tokd_synth_shape_list());

@@ -12,30 +12,19 @@
 #include "gguf.h"
 #include "tokenizer.h"
 
-static const char *usage_line = "usage: tokd tokenize -m MODEL [--no-bos] [--special]   (text on stdin)";
-
-static int unknown_option(const char *cmd, const char *opt, const char *a, void *dst) {
-    fprintf(stderr, "tokd %s: unknown option '%s' (%s)\n", cmd, a, usage_line);
-    return -1;
-}
-
 int cmd_tokenize(int argc, char **argv) {
     const char *model = NULL;
-    bool no_bos = false, special = false, help = false;
+    bool no_bos = false, special = false;
     const cli_option opts[] = {
         CLI_MODEL(&model),
-        CLI_FLAG("--no-bos", NULL, &no_bos),
-        CLI_FLAG("--special", NULL, &special),
-        CLI_STOP("-h", "--help", &help),
-        CLI_REST(unknown_option, NULL),
+        CLI_FLAG("--no-bos", NULL, &no_bos, "add no BOS or EOS token"),
+        CLI_FLAG("--special", NULL, &special, "read special-token texts (<s>, <|im_start|>) as those tokens"),
+        CLI_END,
     };
-    if (cli_parse("tokenize", argc, argv, opts)) return 2;
-    if (help) {
-        puts(usage_line);
-        return 0;
-    }
+    int parsed = cli_parse("tokenize", argc, argv, opts);
+    if (parsed) return cli_exit_code(parsed);
     if (!model) {
-        fprintf(stderr, "tokd tokenize: missing -m MODEL (%s)\n", usage_line);
+        fprintf(stderr, "tokd tokenize: missing -m MODEL (usage: tokd tokenize -m MODEL [--no-bos] [--special] < text)\n");
         return 2;
     }
     tokd_err err;

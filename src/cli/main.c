@@ -1,34 +1,53 @@
-/* main.c — `tokd` entry point: dispatches to the subcommand named by argv[1]. */
+/* main.c — `tokd` entry point: dispatches to the subcommand named by argv[1]. The table
+ * below is also where each command's synopsis and purpose live for the help texts
+ * (`tokd --help`, and `tokd NAME --help`, whose option lines come from the command's
+ * option table: cli_opts.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "quant_plan.h"
+#include "synth.h"
 
-typedef struct {
-    const char *name;
-    int (*fn)(int argc, char **argv);
-    const char *usage;
-} command;
+static const char *quantize_notes(void) {
+    static char text[2048];
+    snprintf(text, sizeof text, "TYPE: %s.", tokd_qtarget_list());
+    return text;
+}
 
-static const command commands[] = {
-    {"run", cmd_run, "run -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop STR]... [-t THREADS] [--grammar-file F] [--json-schema F]  (README lists all)"},
-    {"tokenize", cmd_tokenize, "tokenize -m MODEL [--no-bos] [--special]   (text on stdin)"},
-    {"logits", cmd_logits, "logits -m MODEL -p PROMPT -o FILE"},
-    {"info", cmd_info, "info -m MODEL"},
-    {"render", cmd_render, "render --template FILE.jinja   (JSON on stdin)"},
-    {"serve", cmd_serve, "serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--max-seqs N] [--kv-mem MIB] [--ctx N] [-t N] [--timeout S] [--chat-template-file F] [--tool-format NAME] [--reasoning-format NAME] [--no-prefix-cache]  (README lists all)"},
-    {"bench-serve", cmd_bench_serve, "bench-serve [--host H] [--port P] [-c CLIENTS] [-n REQUESTS] [--max-tokens N] [--prompt-words N] [--shared-prefix-words N] [--temp T] [--api-key K]"},
-    {"chat", cmd_chat, "chat -m MODEL [--system TEXT] [-n N] [--temp T] [--seed S] [-t N] [-c CTX]"},
-    {"bench", cmd_bench, "bench -m MODEL [-p 512] [-n 128] [-r 3] [-t N] [--json]"},
-    {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [--imatrix FILE]"},
-    {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [--in-file F]... [--output-format gguf|dat] [-c 512] [-b N] [--chunks N] [--chunk N] [--process-output] [--no-ppl] [--parse-special] [--save-frequency N] [-t N]"},
-    {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [--vocab VOCAB.gguf] [--seed S]"},
+static const char *synth_notes(void) {
+    static char text[2048];
+    snprintf(text, sizeof text, "NAME: %s. T: a type as tokd quantize takes it (tokd quantize --help).", tokd_synth_shape_list());
+    return text;
+}
+
+static const cli_command commands[] = {
+    {"run", cmd_run, "run [-m MODEL] -p PROMPT [options]", "Generates text from a prompt and streams it to stdout; the timings go to stderr.", NULL},
+    {"chat", cmd_chat, "chat -m MODEL [options]", "An interactive chat in the terminal, on the model's chat template (/reset, /exit).", NULL},
+    {"serve", cmd_serve, "serve -m MODEL [options]", "An OpenAI-compatible HTTP server with continuous batching and prefix caching.", NULL},
+    {"bench-serve", cmd_bench_serve, "bench-serve [options]", "A load generator for a running tokd serve: requests/s, tokens/s, TTFT and ITL.", NULL},
+    {"bench", cmd_bench, "bench -m MODEL [options]", "Prompt (pp) and generation (tg) speed, and their shares of the machine's limits.", NULL},
+    {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [options]", "Writes a model quantized to TYPE, a weight type or one of llama.cpp's mixes.", quantize_notes},
+    {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [options]  |  --in-file F... -o OUT  |  --show-statistics --in-file F",
+     "Computes, combines or describes an importance matrix for tokd quantize --imatrix.", NULL},
+    {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [options]", "Writes a random-weight model of a real shape, for benchmarks.", synth_notes},
+    {"logits", cmd_logits, "logits -m MODEL -p PROMPT -o FILE [options]", "Writes the logits of every prompt position as float32, n_positions x n_vocab.", NULL},
+    {"tokenize", cmd_tokenize, "tokenize -m MODEL [options]  < text", "Prints the token ids of the text on stdin, space-separated.", NULL},
+    {"info", cmd_info, "info -m MODEL", "Architecture, hyperparameters, tokenizer, tensor types and the memory budget.", NULL},
+    {"render", cmd_render, "render --template FILE.jinja  < context.json", "Renders a chat template with the JSON object on stdin and prints the text.", NULL},
 };
+
+const cli_command *cli_command_find(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(name, commands[i].name)) return &commands[i];
+    return NULL;
+}
 
 static void usage(FILE *out) {
     fprintf(out, "usage: tokd COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  tokd %s\n", commands[i].usage);
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].purpose);
+    fprintf(out, "\n`tokd COMMAND --help` lists a command's options.\n");
 }
 
 int main(int argc, char **argv) {
@@ -40,8 +59,8 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    const cli_command *c = cli_command_find(argv[1]);
+    if (c) return c->fn(argc - 1, argv + 1);
     fprintf(stderr, "tokd: unknown command '%s' (try tokd --help)\n", argv[1]);
     return 2;
 }
