@@ -147,23 +147,27 @@ void tokd_huge_free(void *p, size_t n) {
     if (p) munmap(p, huge_round(n));
 }
 
-char *tokd_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+char *tokd_read_stream(FILE *f, size_t *len) {
     tokd_buf b = {0};
     tokd_buf_append(&b, "", 0);
     char chunk[65536];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    const bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    if (ferror(f)) {
         tokd_buf_free(&b);
         errno = EIO;
         return NULL;
     }
     if (len) *len = b.len;
     return b.data;
+}
+
+char *tokd_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *data = tokd_read_stream(f, len);
+    fclose(f);
+    return data;
 }
 
 int tokd_write_file(const char *path, const void *data, size_t n, tokd_err *err) {

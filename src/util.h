@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../include/tokd.h" /* tokd_err */
@@ -68,6 +69,8 @@ void tokd_huge_free(void *p, size_t n);
 /* The whole file at path, NUL-terminated (malloc'd; "" when it is empty), its size in *len
  * when len is not NULL; NULL with errno set when it cannot be opened or read. */
 char *tokd_read_file(const char *path, size_t *len);
+/* The same for what is left to read from f (stdin, a pipe); f stays open. */
+char *tokd_read_stream(FILE *f, size_t *len);
 /* Writes n bytes to path whole or not at all: into "<path>.tmp", renamed over path once
  * complete, so that a failure (disk full, no such folder) leaves any earlier file at path
  * as it was and no partial one. -1 with err set when it cannot. */

@@ -265,10 +265,65 @@ static void test_option_parsing(void) {
     expect_run(stops, 2, "", "tokd run: at most 16 stop strings\n");
 }
 
+/* -f FILE (and -f - for stdin) gives `tokd run` and `tokd logits` the file's bytes as
+ * the prompt: the same text and logits as -p with those bytes; -p with -f, or a file that
+ * cannot be read, is a one-line error. */
+static void test_prompt_file(void) {
+    const char *text = "Once upon a time, Lily saw a \"big\" dog.\n";
+    char path[256], lp[256], lf[256];
+    snprintf(path, sizeof path, "/tmp/tokd-cli-prompt-%d.txt", (int)getpid());
+    snprintf(lp, sizeof lp, "/tmp/tokd-cli-logits-p-%d.bin", (int)getpid());
+    snprintf(lf, sizeof lf, "/tmp/tokd-cli-logits-f-%d.bin", (int)getpid());
+    tiny_write_file(path, (const uint8_t *)text, strlen(text));
+    char *with_p[] = {(char *)tokd, "run", "-m", model, "-p", (char *)text, "--temp", "0", "-n", "16", NULL};
+    char *with_f[] = {(char *)tokd, "run", "-m", model, "-f", path, "--temp", "0", "-n", "16", NULL};
+    char *empty_p[] = {(char *)tokd, "run", "-m", model, "-p", "", "--temp", "0", "-n", "8", NULL};
+    char *stdin_f[] = {(char *)tokd, "run", "-m", model, "-f", "-", "--temp", "0", "-n", "8", NULL}; /* stdin: /dev/null */
+    proc_result a, b, c, d;
+    run(with_p, &a);
+    run(with_f, &b);
+    run(empty_p, &c);
+    run(stdin_f, &d);
+    CHECK(a.code == 0 && b.code == 0 && a.out.len > 10 && !strcmp(a.out.data, b.out.data),
+          "run -f FILE writes what -p with its text does: '%s' / '%s' (exit %d, %d)", a.out.data, b.out.data, a.code, b.code);
+    CHECK(c.code == 0 && d.code == 0 && !strcmp(c.out.data, d.out.data), "run -f - reads stdin: '%s' / '%s'", c.out.data, d.out.data);
+    proc_free(&a);
+    proc_free(&b);
+    proc_free(&c);
+    proc_free(&d);
+    char *logits_p[] = {(char *)tokd, "logits", "-m", model, "-p", (char *)text, "-o", lp, NULL};
+    char *logits_f[] = {(char *)tokd, "logits", "-m", model, "--file", path, "-o", lf, NULL};
+    run(logits_p, &a);
+    run(logits_f, &b);
+    size_t np = 0, nf = 0;
+    char *bp = tokd_read_file(lp, &np), *bf = tokd_read_file(lf, &nf);
+    CHECK(a.code == 0 && b.code == 0 && bp && bf && np > 0 && np == nf && !memcmp(bp, bf, np),
+          "logits -f FILE writes the bytes -p does (%zu and %zu bytes)", np, nf);
+    free(bp);
+    free(bf);
+    proc_free(&a);
+    proc_free(&b);
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s.missing", path);
+    char err_missing[400];
+    snprintf(err_missing, sizeof err_missing, "tokd run: cannot read '%s': No such file or directory\n", missing);
+    char *both[] = {(char *)tokd, "run", "-m", model, "-p", "x", "-f", path, NULL};
+    char *none[] = {(char *)tokd, "run", "-m", model, NULL};
+    char *unreadable[] = {(char *)tokd, "run", "-m", model, "-f", missing, NULL};
+    char *logits_both[] = {(char *)tokd, "logits", "-m", model, "-p", "x", "-f", path, "-o", lp, NULL};
+    expect_run(both, 2, "", "tokd run: -p and -f exclude each other\n");
+    expect_run(none, 2, "", "tokd run: missing -p PROMPT (or -f FILE)\n");
+    expect_run(unreadable, 1, "", err_missing);
+    expect_run(logits_both, 2, "", "tokd logits: -p and -f exclude each other\n");
+    unlink(path);
+    unlink(lp);
+    unlink(lf);
+}
+
 /* The long options (--name) in text[0..len), each once, into names (a list of cap). */
 static int long_options(const char *text, size_t len, char names[][40], int n, int cap) {
     for (size_t i = 0; i + 2 < len; i++) {
-        if (text[i] != '-' || text[i + 1] != '-' || (i > 0 && text[i - 1] != ' ' && text[i - 1] != '[' && text[i - 1] != '|'))
+        if (text[i] != '-' || text[i + 1] != '-' || (i > 0 && !strchr(" [(|", text[i - 1])))
             continue;
         size_t j = i + 2;
         while (j < len && ((text[j] >= 'a' && text[j] <= 'z') || (text[j] >= '0' && text[j] <= '9') || text[j] == '-')) j++;
@@ -289,12 +344,12 @@ static bool in_list(char names[][40], int n, const char *name) {
     return false;
 }
 
-/* Whether text[0..len) has name as a word of a synopsis: after a space, '[' or '|', and
- * before a space, ']', '|' or the end of a line. */
+/* Whether text[0..len) has name as a word of a synopsis: after a space, '[', '(' or '|',
+ * and before a space, ']', ')', '|' or the end of a line. */
 static bool has_option_word(const char *text, size_t len, const char *name) {
     size_t n = strlen(name);
     for (size_t i = 1; i + n <= len; i++)
-        if (!strncmp(text + i, name, n) && strchr(" [|", text[i - 1]) && (i + n == len || strchr(" ]|\n", text[i + n])))
+        if (!strncmp(text + i, name, n) && strchr(" [(|", text[i - 1]) && (i + n == len || strchr(" ])|\n", text[i + n])))
             return true;
     return false;
 }
@@ -690,6 +745,7 @@ int main(void) {
     test_bad_options();
     test_option_parsing();
     test_help();
+    test_prompt_file();
     test_imatrix();
     test_bad_files();
     T_DONE();

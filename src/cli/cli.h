@@ -36,5 +36,9 @@ const cli_command *cli_command_find(const char *name); /* NULL: no such command 
 int cli_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 int cli_float(const char *cmd, const char *opt, const char *s, double lo, double hi, double *out);
 void cli_die_msg(const char *cmd, const char *msg);
+/* The prompt of -p TEXT or -f FILE (FILE "-": stdin), read byte for byte: exactly one of
+ * text and file is set. 0 with *prompt, *len and *owned (what to free; may be NULL);
+ * else 2 (both or neither given) or 1 (unreadable file) after the error line. */
+int cli_prompt(const char *cmd, const char *text, const char *file, const char **prompt, size_t *len, char **owned);
 
 #endif

@@ -1,5 +1,6 @@
-/* cmd_logits.c — `tokd logits`: evaluate a prompt in one batched pass and write the
- * logits of every position as little-endian float32, n_positions x n_vocab. */
+/* cmd_logits.c — `tokd logits`: evaluate a prompt (-p, or -f from a file) in one batched
+ * pass and write the logits of every position as little-endian float32,
+ * n_positions x n_vocab. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,25 +9,31 @@
 #include "model.h"
 
 int cmd_logits(int argc, char **argv) {
-    const char *model_path = NULL, *prompt = NULL, *out_path = NULL;
+    const char *model_path = NULL, *prompt = NULL, *prompt_file = NULL, *out_path = NULL;
     long n_threads = 0;
     const cli_option opts[] = {
         CLI_MODEL(&model_path),
         CLI_STR("-p", "--prompt", &prompt, "TEXT", "the prompt (with the model's default BOS handling)"),
+        CLI_STR("-f", "--file", &prompt_file, "FILE", "the prompt read from FILE ('-': stdin), byte for byte"),
         CLI_STR("-o", "--output", &out_path, "FILE", "where to write the float32 logits"),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
     int parsed = cli_parse("logits", argc, argv, opts);
     if (parsed) return cli_exit_code(parsed);
-    if (!model_path || !prompt || !out_path) {
-        fprintf(stderr, "tokd logits: need -m MODEL -p PROMPT -o FILE\n");
+    if (!model_path || (!prompt && !prompt_file) || !out_path) {
+        fprintf(stderr, "tokd logits: need -m MODEL -p PROMPT (or -f FILE) -o FILE\n");
         return 2;
     }
+    size_t prompt_len = 0;
+    char *prompt_owned = NULL;
+    int bad_prompt = cli_prompt("logits", prompt, prompt_file, &prompt, &prompt_len, &prompt_owned);
+    if (bad_prompt) return bad_prompt;
     tokd_err err;
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
         fprintf(stderr, "tokd logits: %s\n", err.msg);
+        free(prompt_owned);
         return 1;
     }
     int32_t *toks = NULL;
@@ -36,7 +43,9 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     tokd_batch_entry *batch = NULL;
     FILE *fp = NULL;
-    if (tokd_tokenize(m->tok, prompt, strlen(prompt), true, false, &toks, &n, &err)) goto fail;
+    const int bad_tokens = tokd_tokenize(m->tok, prompt, prompt_len, true, false, &toks, &n, &err);
+    free(prompt_owned);
+    if (bad_tokens) goto fail;
     if (n == 0) {
         tokd_seterr(&err, "the prompt has no tokens");
         goto fail;

@@ -4,29 +4,13 @@
  * add_generation_prompt defaults to false, as Hugging Face passes it. Errors: one line,
  * "tokd render: FILE:LINE:COL: message", and exit status 1. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chat/jinja.h"
 #include "cli.h"
-
-static char *read_all(FILE *f, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *p = tokd_xmalloc(cap);
-    for (;;) {
-        if (n == cap) p = tokd_xrealloc(p, cap *= 2);
-        size_t k = fread(p + n, 1, cap - n, f);
-        if (k == 0) break;
-        n += k;
-    }
-    if (ferror(f)) {
-        free(p);
-        return NULL;
-    }
-    *len = n;
-    return p;
-}
 
 /* Add "add_generation_prompt": false when the object lacks it. Returns a new buffer or NULL. */
 static char *with_defaults(const char *json, size_t len, size_t *out_len) {
@@ -65,20 +49,14 @@ int cmd_render(int argc, char **argv) {
         cli_die_msg("render", "missing --template FILE.jinja");
         return 2;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "tokd render: cannot open %s\n", path);
-        return 1;
-    }
     size_t tlen;
-    char *tsrc = read_all(f, &tlen);
-    fclose(f);
+    char *tsrc = tokd_read_file(path, &tlen);
     if (!tsrc) {
-        fprintf(stderr, "tokd render: cannot read %s\n", path);
+        fprintf(stderr, "tokd render: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     size_t clen;
-    char *ctx = read_all(stdin, &clen);
+    char *ctx = tokd_read_stream(stdin, &clen);
     if (!ctx) {
         free(tsrc);
         cli_die_msg("render", "cannot read stdin");

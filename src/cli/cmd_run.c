@@ -56,7 +56,7 @@ static int parse_seed(const char *cmd, const char *opt, const char *v, void *dst
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *model_path = "../shared/models/stories260K.gguf", *prompt = NULL;
+    const char *model_path = "../shared/models/stories260K.gguf", *prompt = NULL, *prompt_file = NULL;
     const char *stops[MAX_STOP];
     int n_stop = 0;
     tokd_gen_params gp;
@@ -67,6 +67,7 @@ int cmd_run(int argc, char **argv) {
     const cli_option opts[] = {
         CLI_STR("-m", "--model", &model_path, "FILE", "the GGUF model file (default ../shared/models/stories260K.gguf)"),
         CLI_STR("-p", "--prompt", &prompt, "TEXT", "the prompt (with the model's default BOS handling)"),
+        CLI_STR("-f", "--file", &prompt_file, "FILE", "the prompt read from FILE ('-': stdin), byte for byte"),
         CLI_N_PREDICT(&gp.n_predict, -1, 1 << 24, "tokens to generate at most (default 128; -1: until the context is full)"),
         CLI_SAMPLING(&gp.sampling),
         CLI_CALL("--seed", "-s", parse_seed, &gp.sampling.seed, "S", "the sampler's random seed (default 0)"),
@@ -81,33 +82,40 @@ int cmd_run(int argc, char **argv) {
     };
     int parsed = cli_parse("run", argc, argv, opts);
     if (parsed) return cli_exit_code(parsed);
-    if (!prompt) {
-        fprintf(stderr, "tokd run: missing -p PROMPT\n");
-        return 2;
-    }
+    size_t prompt_len = 0;
+    char *prompt_owned = NULL;
+    int bad_prompt = cli_prompt("run", prompt, prompt_file, &prompt, &prompt_len, &prompt_owned);
+    if (bad_prompt) return bad_prompt;
     gp.stop = stops;
     gp.n_stop = n_stop;
     gp.on_text = write_text;
 
     if (grammar_file && schema_file) {
         fprintf(stderr, "tokd run: --grammar-file and --json-schema exclude each other\n");
+        free(prompt_owned);
         return 2;
     }
     tokd_grammar *grammar = NULL;
-    if ((grammar_file || schema_file) && !(grammar = load_grammar(grammar_file, schema_file))) return 1;
+    if ((grammar_file || schema_file) && !(grammar = load_grammar(grammar_file, schema_file))) {
+        free(prompt_owned);
+        return 1;
+    }
 
     tokd_err err;
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
         tokd_grammar_free(grammar);
+        free(prompt_owned);
         return 1;
     }
     tokd_grammar_vocab *gvocab = grammar ? tokd_grammar_vocab_new(m->tok) : NULL;
     gp.grammar = grammar ? tokd_grammar_state_new(grammar, gvocab) : NULL;
     int32_t *toks = NULL;
     size_t n_toks = 0;
-    if (tokd_tokenize(m->tok, prompt, strlen(prompt), !no_bos, false, &toks, &n_toks, &err)) {
+    const int bad_tokens = tokd_tokenize(m->tok, prompt, prompt_len, !no_bos, false, &toks, &n_toks, &err);
+    free(prompt_owned);
+    if (bad_tokens) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
         tokd_grammar_state_free(gp.grammar);
         tokd_grammar_vocab_free(gvocab);

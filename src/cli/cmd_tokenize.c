@@ -39,20 +39,17 @@ int cmd_tokenize(int argc, char **argv) {
         fprintf(stderr, "tokd tokenize: %s: %s\n", model, err.msg);
         return 1;
     }
-    tokd_buf in = {0};
-    char chunk[1 << 16];
-    size_t k;
-    while ((k = fread(chunk, 1, sizeof chunk, stdin)) > 0) tokd_buf_append(&in, chunk, k);
-    if (ferror(stdin)) {
+    size_t in_len = 0;
+    char *in = tokd_read_stream(stdin, &in_len);
+    if (!in) {
         fprintf(stderr, "tokd tokenize: reading stdin: %s\n", strerror(errno));
-        tokd_buf_free(&in);
         tokd_tokenizer_free(t);
         return 1;
     }
     int32_t *ids = NULL;
     size_t n = 0;
-    int rc = tokd_tokenize(t, in.data ? in.data : "", in.len, !no_bos, special, &ids, &n, &err);
-    tokd_buf_free(&in);
+    int rc = tokd_tokenize(t, in, in_len, !no_bos, special, &ids, &n, &err);
+    free(in);
     tokd_tokenizer_free(t);
     if (rc < 0) {
         fprintf(stderr, "tokd tokenize: %s\n", err.msg);

@@ -22,7 +22,7 @@ static const char *synth_notes(void) {
 }
 
 static const cli_command commands[] = {
-    {"run", cmd_run, "run [-m MODEL] -p PROMPT [options]", "Generates text from a prompt and streams it to stdout; the timings go to stderr.", NULL},
+    {"run", cmd_run, "run [-m MODEL] (-p PROMPT | -f FILE) [options]", "Generates text from a prompt and streams it to stdout; the timings go to stderr.", NULL},
     {"chat", cmd_chat, "chat -m MODEL [options]", "An interactive chat in the terminal, on the model's chat template (/reset, /exit).", NULL},
     {"serve", cmd_serve, "serve -m MODEL [options]", "An OpenAI-compatible HTTP server with continuous batching and prefix caching.", NULL},
     {"bench-serve", cmd_bench_serve, "bench-serve [options]", "A load generator for a running tokd serve: requests/s, tokens/s, TTFT and ITL.", NULL},
@@ -31,7 +31,7 @@ static const cli_command commands[] = {
     {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [options]  |  --in-file F... -o OUT  |  --show-statistics --in-file F",
      "Computes, combines or describes an importance matrix for tokd quantize --imatrix.", NULL},
     {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [options]", "Writes a random-weight model of a real shape, for benchmarks.", synth_notes},
-    {"logits", cmd_logits, "logits -m MODEL -p PROMPT -o FILE [options]", "Writes the logits of every prompt position as float32, n_positions x n_vocab.", NULL},
+    {"logits", cmd_logits, "logits -m MODEL (-p PROMPT | -f FILE) -o FILE [options]", "Writes the logits of every prompt position as float32, n_positions x n_vocab.", NULL},
     {"tokenize", cmd_tokenize, "tokenize -m MODEL [options]  < text", "Prints the token ids of the text on stdin, space-separated.", NULL},
     {"info", cmd_info, "info -m MODEL", "Architecture, hyperparameters, tokenizer, tensor types and the memory budget.", NULL},
     {"render", cmd_render, "render --template FILE.jinja  < context.json", "Renders a chat template with the JSON object on stdin and prints the text.", NULL},
