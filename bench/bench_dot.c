@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "gguf.h"
+#include "kernels/bf16_rows.h"
+#include "kernels/f32_rows.h"
 #include "kernels/quants.h"
 #include "kernels/types.h"
 #include "util.h"

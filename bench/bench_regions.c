@@ -125,7 +125,7 @@ static void products(const tokd_model *m, tokd_pool *pool, const buffers *b) {
         announce(pool, &L->w_gate, &L->w_up, NULL);
         tokd_matmul(pool, &L->wo, b->x, qd, 1, b->y0, E, b->act);
         announce(pool, &L->w_down, NULL, NULL);
-        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, b->x, E, 1, b->y0, b->y1, F, tokd_swiglu_n, b->act);
+        tokd_matmul_pair(pool, &L->w_gate, &L->w_up, b->x, E, 1, b->y0, b->y1, F, tokd_swiglu_cols, b->act);
         if (l + 1 < hp->n_layer) announce(pool, &m->layers[l + 1].wq, &m->layers[l + 1].wk, &m->layers[l + 1].wv);
         else announce(pool, &m->output, NULL, NULL);
         tokd_matmul(pool, &L->w_down, b->y0, F, 1, b->y2, E, b->act);
