@@ -11,6 +11,7 @@ const char *tokd_finish_name(tokd_finish f) {
     case TOKD_FINISH_LENGTH: return "length";
     case TOKD_FINISH_CONTEXT: return "context";
     case TOKD_FINISH_TIME: return "time";
+    case TOKD_FINISH_INTERRUPT: return "interrupted";
     default: return "none";
     }
 }
@@ -77,6 +78,11 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
     tokd_sampler_accept_prompt(smp, prompt, n_prompt);
     double t0 = tokd_now();
     for (int32_t i = keep; i < n_prompt; i += n_batch) {
+        if (p->interrupted && p->interrupted(p->ud)) {
+            st->finish = TOKD_FINISH_INTERRUPT;
+            st->t_prefill_s = st->t_total_s = tokd_now() - t0;
+            goto done;
+        }
         int32_t n = n_prompt - i < n_batch ? n_prompt - i : n_batch;
         for (int32_t k = 0; k < n; k++)
             batch[k] = (tokd_batch_entry){prompt[i + k], i + k, p->seq, i + k == n_prompt - 1};
@@ -135,6 +141,10 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
         }
         if (p->time_limit_s > 0 && t >= p->time_limit_s) {
             st->finish = TOKD_FINISH_TIME;
+            break;
+        }
+        if (p->interrupted && p->interrupted(p->ud)) {
+            st->finish = TOKD_FINISH_INTERRUPT;
             break;
         }
         tokd_batch_entry d = {tok, pos++, p->seq, true};

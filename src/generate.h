@@ -17,6 +17,7 @@ typedef enum {
     TOKD_FINISH_LENGTH,     /* n_predict reached */
     TOKD_FINISH_CONTEXT,    /* context full */
     TOKD_FINISH_TIME,       /* wall-clock limit */
+    TOKD_FINISH_INTERRUPT,  /* the caller's interrupted() said so (Ctrl-C in tokd run and chat) */
 } tokd_finish;
 const char *tokd_finish_name(tokd_finish f);
 /* OpenAI's finish_reason: "stop" for EOG and stop strings, else "length". */
@@ -40,6 +41,12 @@ typedef struct {
     int32_t n_keep;             /* the sequence already holds prompt[0, n_keep) (e.g. the shared
                                    part of a chat's previous turn); it is kept, the rest of the
                                    prompt is evaluated. Clamped to n_prompt - 1. */
+    /* Optional: asked (with ud) before each prefill chunk and each decode step; once it
+     * returns true, generation ends there with finish "interrupted", the text so far
+     * emitted as at any other finish. Interrupted during the prefill, nothing is
+     * generated (n_gen 0) and the sequence holds only the chunks evaluated. It must be
+     * cheap and safe to call from the generating thread (a signal handler's flag). */
+    bool (*interrupted)(void *ud);
 } tokd_gen_params;
 void tokd_gen_params_default(tokd_gen_params *p);
 

@@ -1,12 +1,13 @@
 /* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
  * the golden generation of `tokd run`, `tokd logits` against the golden logits,
  * `tokd info`, `tokd imatrix`'s files and formats, every command's `--help` against its
- * parser and README.md, and hostile input — truncated and corrupted model files, bad options,
+ * parser and README.md, Ctrl-C in `tokd run`, and hostile input — truncated and corrupted model files, bad options,
  * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
  * never a crash or a hang. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,62 @@ static void test_option_parsing(void) {
         stops[5 + 2 * k] = "s";
     }
     expect_run(stops, 2, "", "tokd run: at most 16 stop strings\n");
+}
+
+/* Ctrl-C in `tokd run`: a generation that would go on for a long time (a grammar that
+ * never completes, so no end-of-generation token is allowed, and a large context) gets
+ * SIGINT once its first text has arrived; it ends at the next token, prints its timings
+ * with finish "interrupted" and exits 130. */
+static void test_interrupt(void) {
+    char gpath[256];
+    snprintf(gpath, sizeof gpath, "/tmp/tokd-cli-forever-%d.gbnf", (int)getpid());
+    const char *grammar = "root ::= \"a\" root\n";
+    tiny_write_file(gpath, (const uint8_t *)grammar, strlen(grammar));
+    char errp[] = "/tmp/tokd-cli-intXXXXXX";
+    int ef = mkstemp(errp), out[2];
+    CHECK(ef >= 0 && pipe(out) == 0, "temporary file and pipe");
+    char *argv[] = {(char *)tokd, "run", "-m", model, "-p", "Once", "--grammar-file", gpath, "-n", "-1", "-c", "200000",
+                    "--temp", "0", NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        dup2(ef, 2);
+        close(out[0]);
+        alarm(60);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(out[1]);
+    tokd_buf text = {0};
+    char buf[4096];
+    struct pollfd pfd = {.fd = out[0], .events = POLLIN};
+    bool sent = false;
+    for (;;) {
+        if (poll(&pfd, 1, 30000) <= 0) break; /* nothing for 30 s: the checks below fail */
+        ssize_t n = read(out[0], buf, sizeof buf);
+        if (n <= 0) break;
+        tokd_buf_append(&text, buf, (size_t)n);
+        if (!sent) kill(pid, SIGINT), sent = true;
+    }
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    lseek(ef, 0, SEEK_SET);
+    tokd_buf err = {0};
+    drain(ef, &err);
+    tokd_buf_append(&err, "", 0);
+    close(ef);
+    unlink(errp);
+    unlink(gpath);
+    size_t as = 0;
+    while (as < text.len && text.data[as] == 'a') as++;
+    CHECK(sent && WIFEXITED(status) && WEXITSTATUS(status) == 130, "SIGINT: exit %d (signal %d)",
+          WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    CHECK(text.len > 0 && as == text.len && text.len < 150000, "the text before the interruption: %zu bytes, %zu of them 'a'",
+          text.len, as);
+    CHECK(strstr(err.data, "finish interrupted\n") != NULL, "stderr reports the interruption: '%s'", err.data);
+    tokd_buf_free(&text);
+    tokd_buf_free(&err);
 }
 
 /* -f FILE (and -f - for stdin) gives `tokd run` and `tokd logits` the file's bytes as
@@ -746,6 +803,7 @@ int main(void) {
     test_option_parsing();
     test_help();
     test_prompt_file();
+    test_interrupt();
     test_imatrix();
     test_bad_files();
     T_DONE();

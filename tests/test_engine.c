@@ -2,7 +2,8 @@
  * text as running each request alone (tokd_generate, an independent path), prefix-cache
  * hits and preemption change nothing, cancellation returns every block (also when it
  * comes from another thread while the scheduler admits, preempts and finishes requests),
- * and requests that can never fit are refused. */
+ * and requests that can never fit are refused. Also tokd_generate's interrupted() hook
+ * (Ctrl-C in tokd run and chat). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -439,6 +440,83 @@ static void *cancel_main(void *arg) {
     return NULL;
 }
 
+/* tokd_generate's interrupted hook: asked before each prefill chunk and decode step. */
+typedef struct {
+    tokd_buf text;
+    int tokens, stop_after; /* interrupted once this many tokens were sampled (0: at once) */
+    int asked;
+} interrupt_state;
+static void interrupt_text(void *ud, const char *t, size_t n) { tokd_buf_append(&((interrupt_state *)ud)->text, t, n); }
+static void interrupt_token(void *ud, int32_t tok) {
+    (void)tok;
+    ((interrupt_state *)ud)->tokens++;
+}
+static bool interrupt_now(void *ud) {
+    interrupt_state *s = ud;
+    s->asked++;
+    return s->tokens >= s->stop_after;
+}
+
+/* Interrupted after 5 tokens, a generation stops there with finish "interrupted", its
+ * text a prefix of the whole run's; interrupted from the start (a prompt of several
+ * prefill chunks), it evaluates nothing and generates nothing, and the context serves
+ * the next generation as before. */
+static void test_interrupt(const char *file) {
+    tokd_model *m = load_shared_model(file);
+    if (!m) return;
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 512;
+    cp.n_batch = 8; /* several prefill chunks */
+    cp.n_threads = 2;
+    tokd_err err;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    tokd_tokenize(m->tok, "Once upon a time, in a land far away, there lived a", 51, true, false, &prompt, &n_prompt, &err);
+    interrupt_state full = {.stop_after = 1 << 30}, part = {.stop_after = 5}, none = {.stop_after = 0};
+    interrupt_state *runs[] = {&full, &part, &none, &full};
+    tokd_gen_stats st[4];
+    tokd_buf first = {0};
+    for (int r = 0; r < 4; r++) {
+        if (r == 3) { /* the first run's text kept, to compare */
+            tokd_buf_append(&first, full.text.data, full.text.len);
+            tokd_buf_append(&first, "", 0);
+            tokd_buf_clear(&full.text);
+            full.tokens = 0;
+        }
+        tokd_gen_params gp;
+        tokd_gen_params_default(&gp);
+        gp.sampling.temperature = 0;
+        gp.n_predict = 24;
+        gp.on_text = interrupt_text;
+        gp.on_token = interrupt_token;
+        gp.interrupted = interrupt_now;
+        gp.ud = runs[r];
+        CHECK(tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st[r], &err) == 0, "generate %d: %s", r, err.msg);
+    }
+    CHECK(st[0].finish == TOKD_FINISH_LENGTH && st[0].n_gen == 24 && first.len > 0, "uninterrupted: finish %s, %d tokens",
+          tokd_finish_name(st[0].finish), st[0].n_gen);
+    CHECK(st[1].finish == TOKD_FINISH_INTERRUPT && st[1].n_gen == 5 && !strcmp(tokd_finish_name(st[1].finish), "interrupted"),
+          "interrupted after 5: finish %s, %d tokens", tokd_finish_name(st[1].finish), st[1].n_gen);
+    CHECK(part.text.len > 0 && part.text.len < first.len && !memcmp(part.text.data, first.data, part.text.len),
+          "the interrupted text '%.*s' begins the whole one '%s'", (int)part.text.len, part.text.data ? part.text.data : "",
+          first.data);
+    CHECK(st[2].finish == TOKD_FINISH_INTERRUPT && st[2].n_gen == 0 && none.text.len == 0 && none.asked == 1,
+          "interrupted at once: finish %s, %d tokens, %zu bytes, asked %d times", tokd_finish_name(st[2].finish), st[2].n_gen,
+          none.text.len, none.asked);
+    CHECK(st[3].n_gen == 24 && st[3].finish == TOKD_FINISH_LENGTH && full.text.len == first.len &&
+              !memcmp(full.text.data, first.data, full.text.len),
+          "after the interruptions the context generates the same text as before");
+    tokd_buf_free(&first);
+    tokd_buf_free(&full.text);
+    tokd_buf_free(&part.text);
+    tokd_buf_free(&none.text);
+    free(prompt);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+}
+
 static void test_cancel_threads(const char *file) {
     tokd_err err;
     tokd_model *m = load_shared_model(file);
@@ -507,5 +585,6 @@ int main(void) {
     test_model("stories260K.gguf", true);
     test_model("tiny-llama-f32.gguf", true);
     test_cancel_threads("stories260K.gguf");
+    test_interrupt("stories260K.gguf");
     T_DONE();
 }

@@ -40,5 +40,12 @@ void cli_die_msg(const char *cmd, const char *msg);
  * text and file is set. 0 with *prompt, *len and *owned (what to free; may be NULL);
  * else 2 (both or neither given) or 1 (unreadable file) after the error line. */
 int cli_prompt(const char *cmd, const char *text, const char *file, const char **prompt, size_t *len, char **owned);
+/* Ctrl-C for the commands that generate (run, chat). While armed, the first SIGINT only
+ * sets a flag that cli_interrupted reads (as tokd_gen_params.interrupted: generation ends
+ * at the next token); a second one, or one while disarmed, ends the process as SIGINT
+ * does by default. Arming clears the flag. */
+void cli_interrupt_install(void);
+void cli_interrupt_arm(bool armed);
+bool cli_interrupted(void *ud);
 
 #endif

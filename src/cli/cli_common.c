@@ -1,7 +1,9 @@
-/* cli_common.c — strict number parsing, the one-line error and the prompt of -p or -f,
- * shared by the subcommands (cli_opts.c parses option values with these). */
+/* cli_common.c — strict number parsing, the one-line error, the prompt of -p or -f and
+ * Ctrl-C during generation, shared by the subcommands (cli_opts.c parses option values
+ * with these). */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,36 @@ int cli_float(const char *cmd, const char *opt, const char *s, double lo, double
 }
 
 void cli_die_msg(const char *cmd, const char *msg) { fprintf(stderr, "tokd %s: %s\n", cmd, msg); }
+
+static volatile sig_atomic_t interrupt_armed, interrupt_seen;
+
+static void on_sigint(int sig) {
+    if (!interrupt_armed || interrupt_seen) { /* the default action, once this handler returns */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    interrupt_seen = 1;
+}
+
+void cli_interrupt_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART; /* output written as the text streams must not fail with EINTR */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void cli_interrupt_arm(bool armed) {
+    interrupt_seen = 0;
+    interrupt_armed = armed;
+}
+
+bool cli_interrupted(void *ud) {
+    (void)ud;
+    return interrupt_seen != 0;
+}
 
 int cli_prompt(const char *cmd, const char *text, const char *file, const char **prompt, size_t *len, char **owned) {
     *owned = NULL;

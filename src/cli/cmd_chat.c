@@ -2,7 +2,9 @@
  * template (ChatML when the file has none), with the conversation kept as history.
  * Each turn re-renders the whole conversation; the part of it already in the KV cache
  * (the common token prefix with the previous turn) is kept, only the rest is evaluated.
- * Commands at the prompt: /reset clears the history, /exit (or end of input) quits. */
+ * Commands at the prompt: /reset clears the history, /exit (or end of input) quits.
+ * Ctrl-C during a reply ends the reply there (what was written stays in the history);
+ * at the prompt, or twice, it quits as SIGINT does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +90,8 @@ int cmd_chat(int argc, char **argv) {
     gp.n_stop = n_stops;
     gp.on_text = on_text;
     gp.on_token = on_token;
+    gp.interrupted = cli_interrupted;
+    cli_interrupt_install();
 
     cJSON *messages = cJSON_CreateArray();
     if (system) {
@@ -150,8 +154,14 @@ int cmd_chat(int argc, char **argv) {
         turn_state ts = {0};
         gp.ud = &ts;
         tokd_gen_stats st;
-        if (tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &err)) {
-            fprintf(stderr, "tokd chat: %s\n", err.msg);
+        cli_interrupt_arm(true);
+        const int failed_gen = tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &err);
+        cli_interrupt_arm(false);
+        if (failed_gen || (st.finish == TOKD_FINISH_INTERRUPT && st.n_gen == 0)) {
+            /* failed, or interrupted in the prompt: the turn is dropped, and the cache,
+               holding part of it, is evaluated afresh next turn */
+            if (failed_gen) fprintf(stderr, "tokd chat: %s\n", err.msg);
+            else fprintf(stderr, "\n[tokd] interrupted before the reply\n");
             cJSON_DeleteItemFromArray(messages, cJSON_GetArraySize(messages) - 1);
             kv_n = 0;
         } else {
@@ -166,8 +176,8 @@ int cmd_chat(int argc, char **argv) {
             kv_toks = tokd_xrealloc(kv_toks, (kv_n ? kv_n : 1) * sizeof *kv_toks);
             memcpy(kv_toks, prompt, n_prompt * sizeof *kv_toks);
             if (ts.n > 1) memcpy(kv_toks + n_prompt, ts.toks, (ts.n - 1) * sizeof *kv_toks);
-            fprintf(stderr, "[tokd] %d prompt tokens (%zu cached), %d generated, %.1f tok/s\n", st.n_prompt, keep,
-                    st.n_gen, st.gen_tps);
+            fprintf(stderr, "[tokd] %d prompt tokens (%zu cached), %d generated, %.1f tok/s%s\n", st.n_prompt, keep,
+                    st.n_gen, st.gen_tps, st.finish == TOKD_FINISH_INTERRUPT ? ", interrupted" : "");
         }
         free(prompt);
         free(ts.toks);

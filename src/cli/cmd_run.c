@@ -1,5 +1,7 @@
 /* cmd_run.c — `tokd run`: generate from a prompt. stdout carries only the generated text,
- * flushed per token; stderr carries the stage timings. */
+ * flushed per token; stderr carries the stage timings. Ctrl-C ends the generation at the
+ * next token (finish "interrupted", the timings still printed, exit status 130, as a
+ * shell reports a SIGINT); a second Ctrl-C ends the process at once. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,7 @@ int cmd_run(int argc, char **argv) {
     gp.stop = stops;
     gp.n_stop = n_stop;
     gp.on_text = write_text;
+    gp.interrupted = cli_interrupted;
 
     if (grammar_file && schema_file) {
         fprintf(stderr, "tokd run: --grammar-file and --json-schema exclude each other\n");
@@ -130,7 +133,11 @@ int cmd_run(int argc, char **argv) {
     tokd_ctx *c = tokd_ctx_new(m, &cp, &err);
     int rc = 0;
     tokd_gen_stats st;
-    if (!c || tokd_generate(c, m, toks, (int32_t)n_toks, &gp, &st, &err)) {
+    cli_interrupt_install();
+    cli_interrupt_arm(true);
+    const int failed = !c || tokd_generate(c, m, toks, (int32_t)n_toks, &gp, &st, &err);
+    cli_interrupt_arm(false);
+    if (failed) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
         rc = 1;
     } else {
@@ -140,6 +147,7 @@ int cmd_run(int argc, char **argv) {
                 "inter-token latency p50 %.2f ms p99 %.2f ms\n",
                 st.n_prompt, st.n_gen, tokd_finish_name(st.finish), st.t_first_token_s * 1e3, st.prompt_tps,
                 st.gen_tps, st.itl_p50_ms, st.itl_p99_ms);
+        if (st.finish == TOKD_FINISH_INTERRUPT) rc = 130;
     }
     free(toks);
     tokd_ctx_free(c);
