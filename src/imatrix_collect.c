@@ -123,6 +123,14 @@ static double neg_log_prob(const float *row, int32_t n_vocab, int32_t next) {
     return -((double)(row[next] - mx) - log(sum));
 }
 
+bool tokd_imatrix_ppl_estimate(const tokd_imatrix_ppl *ppl, double *estimate, double *std_error) {
+    if (ppl->n < 2) return false;
+    const double mean = ppl->nll / (double)ppl->n, var = ppl->nll2 / (double)ppl->n - mean * mean;
+    *estimate = exp(mean);
+    *std_error = var > 0 ? sqrt(var / (double)(ppl->n - 1)) * *estimate : 0;
+    return true;
+}
+
 int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
                          tokd_imatrix_collector *c, tokd_imatrix_ppl *ppl, FILE *log, tokd_err *err) {
     if (p->n_ctx < 16) return tokd_seterr(err, "chunks of %d tokens: at least 16 are needed", (int)p->n_ctx);
@@ -151,11 +159,11 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
     /* logits: for the output's input, seen only for rows whose logits are computed (every
        row), and for the perplexity (the second half's rows) */
     const int32_t first = p->n_ctx / 2, n_vocab = m->hp.n_vocab;
-    const bool all_rows = c->process_output;
+    const bool all_rows = c && c->process_output;
     float *logits = all_rows || ppl ? tokd_xmalloc((size_t)cp.n_batch * (size_t)n_vocab * sizeof(float)) : NULL;
     if (ppl) *ppl = (tokd_imatrix_ppl){0};
     int rc = ctx ? 0 : -1;
-    if (ctx) tokd_ctx_set_observer(ctx, tokd_imatrix_observe, c);
+    if (ctx && c) tokd_ctx_set_observer(ctx, tokd_imatrix_observe, c);
     for (int64_t k = 0; k < n_chunks && !rc; k++) {
         const int32_t *chunk = toks + (skip + k) * p->n_ctx;
         tokd_seq_truncate(ctx, 0, 0);
@@ -183,7 +191,8 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
             }
         }
         if (log && !rc) {
-            fprintf(log, "tokd imatrix: chunk %lld of %lld", (long long)k + 1, (long long)n_chunks);
+            fprintf(log, "%s: chunk %lld of %lld", p->log_name ? p->log_name : "tokd imatrix", (long long)k + 1,
+                    (long long)n_chunks);
             if (ppl && ppl->n) fprintf(log, ", PPL %.4f", exp(ppl->nll / (double)ppl->n));
             fputc('\n', log);
         }

@@ -43,16 +43,18 @@ tokd_imatrix *tokd_imatrix_collector_result(const tokd_imatrix_collector *c, con
  * parse_special: special tokens written in the text are read as such (as
  * llama-imatrix's --parse-special). chunk_done, where set, is called after each chunk
  * with the chunks run so far (tokd imatrix --save-frequency saves from there).
- * With ppl, also the model's perplexity on the text as llama-imatrix prints it: each
- * chunk's second half of positions (from n_ctx / 2 to n_ctx - 2) scored on the token
- * that follows, the negative log-likelihoods summed in double; each progress line
- * then carries the running estimate exp(nll / n).
+ * With ppl, also the model's perplexity on the text as llama-imatrix and llama-perplexity
+ * compute it: each chunk's second half of positions (from n_ctx / 2 to n_ctx - 2) scored
+ * on the token that follows, the negative log-likelihoods summed in double; each
+ * progress line then carries the running estimate exp(nll / n). With c NULL nothing is
+ * collected: only the perplexity (`tokd perplexity`).
  * Returns the number of chunks run, or -1 with err set (a text shorter than one chunk). */
 typedef struct {
     int32_t n_ctx, n_batch, n_chunks, n_threads, first_chunk;
     bool parse_special;
     void (*chunk_done)(void *user, const tokd_imatrix_collector *c, int chunks);
     void *user;
+    const char *log_name; /* the progress lines' prefix (NULL: "tokd imatrix") */
 } tokd_imatrix_params;
 typedef struct {
     double nll, nll2; /* sums of -log p(next token) and of its square */
@@ -60,5 +62,9 @@ typedef struct {
 } tokd_imatrix_ppl;
 int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, const tokd_imatrix_params *p,
                          tokd_imatrix_collector *c, tokd_imatrix_ppl *ppl, FILE *log, tokd_err *err);
+/* The final estimate llama-imatrix and llama-perplexity print: exp(mean nll) and its
+ * standard error (from the nll's variance over n - 1); false when fewer than two
+ * positions were scored. */
+bool tokd_imatrix_ppl_estimate(const tokd_imatrix_ppl *ppl, double *estimate, double *std_error);
 
 #endif

@@ -1,7 +1,8 @@
 /* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
  * the golden generation of `tokd run`, `tokd logits` against the golden logits,
  * `tokd info`, `tokd imatrix`'s files and formats, every command's `--help` against its
- * parser and README.md, Ctrl-C in `tokd run`, and hostile input — truncated and corrupted model files, bad options,
+ * parser and README.md, Ctrl-C in `tokd run`, `tokd perplexity` against llama-imatrix's
+ * figure, and hostile input — truncated and corrupted model files, bad options,
  * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
  * never a crash or a hang. */
 #include <cjson/cJSON.h>
@@ -322,6 +323,31 @@ static void test_interrupt(void) {
     tokd_buf_free(&err);
 }
 
+/* `tokd perplexity` on stories260K over ../shared/GUIDE.md in chunks of 128 tokens gives
+ * what llama-imatrix (llama.cpp c392e5094) printed for the same model, text and chunks:
+ * PPL 324.9009 +/- 31.81048 (README.md); and its errors. */
+static void test_perplexity(void) {
+    char guide[512];
+    snprintf(guide, sizeof guide, "%s/GUIDE.md", t_shared());
+    char *argv[] = {(char *)tokd, "perplexity", "-m", model, "-f", guide, "-c", "128", NULL};
+    proc_result r;
+    run(argv, &r);
+    double ppl = 0, se = 0;
+    long positions = 0;
+    int got = sscanf(r.out.data, "PPL %lf +/- %lf over %ld positions", &ppl, &se, &positions);
+    CHECK(r.code == 0 && got == 3 && fabs(ppl - 324.9009) < 0.01 && fabs(se - 31.81048) < 0.01 && positions == 2142,
+          "perplexity: exit %d, '%s' (llama-imatrix: 324.9009 +/- 31.81048 over 2142)", r.code, r.out.data);
+    CHECK(strstr(r.err.data, "tokd perplexity: chunk 34 of 34, PPL ") != NULL, "progress by chunk on stderr");
+    proc_free(&r);
+    char *no_text[] = {(char *)tokd, "perplexity", "-m", model, NULL};
+    char *huge_chunks[] = {(char *)tokd, "perplexity", "-m", model, "-f", guide, "-c", "1000000", NULL};
+    expect_run(no_text, 2, "", "tokd perplexity: need -m MODEL -f TEXT\n");
+    run(huge_chunks, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "fewer than one chunk of 1000000"), "a text shorter than a chunk: '%s'",
+          r.err.data);
+    proc_free(&r);
+}
+
 /* -f FILE (and -f - for stdin) gives `tokd run` and `tokd logits` the file's bytes as
  * the prompt: the same text and logits as -p with those bytes; -p with -f, or a file that
  * cannot be read, is a one-line error. */
@@ -419,8 +445,8 @@ static bool has_option_word(const char *text, size_t len, const char *name) {
  * nor the help list options that do not exist (the help and the parser read the same
  * table: cli_opts.h). */
 static void test_help(void) {
-    static const char *cmds[] = {"run",     "chat",  "serve",  "bench-serve", "bench",    "quantize",
-                                 "imatrix", "synth", "logits", "tokenize",    "info",     "render"};
+    static const char *cmds[] = {"run",      "chat",  "serve",  "bench-serve", "bench", "quantize", "imatrix",
+                                 "perplexity", "synth", "logits", "tokenize",    "info",  "render"};
     size_t readme_len = 0;
     char *readme = tokd_read_file("README.md", &readme_len);
     CHECK(readme != NULL, "README.md is readable from the test's directory (the repository root)");
@@ -804,6 +830,7 @@ int main(void) {
     test_help();
     test_prompt_file();
     test_interrupt();
+    test_perplexity();
     test_imatrix();
     test_bad_files();
     T_DONE();

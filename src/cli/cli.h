@@ -18,6 +18,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 /* The commands (main.c's table): the name argv[1] gives, the synopsis `tokd NAME --help`
  * prints after "tokd ", one line on what the command is for, and (or NULL) a function

@@ -132,11 +132,9 @@ static tokd_imatrix *compute(const char *model_path, const char *text_path, tokd
     else {
         im = so_far(sv->inputs, c, text_path, chunks, sv->chunk_size);
         fprintf(stderr, "tokd imatrix: %lld tokens in %d chunks\n", (long long)tokd_imatrix_collector_tokens(c), chunks);
-        if (with_ppl && ppl.n > 1) { /* llama-imatrix's final estimate: exp(mean), its standard error */
-            const double mean = ppl.nll / (double)ppl.n, var = ppl.nll2 / (double)ppl.n - mean * mean;
-            const double pp = exp(mean), se = var > 0 ? sqrt(var / (double)(ppl.n - 1)) * pp : 0;
+        double pp, se;
+        if (with_ppl && tokd_imatrix_ppl_estimate(&ppl, &pp, &se))
             fprintf(stderr, "tokd imatrix: PPL %.4f +/- %.5f over %lld positions\n", pp, se, (long long)ppl.n);
-        }
     }
     tokd_imatrix_collector_free(c);
     tokd_model_free(m);

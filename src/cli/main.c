@@ -30,6 +30,7 @@ static const cli_command commands[] = {
     {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [options]", "Writes a model quantized to TYPE, a weight type or one of llama.cpp's mixes.", quantize_notes},
     {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [options]  |  --in-file F... -o OUT  |  --show-statistics --in-file F",
      "Computes, combines or describes an importance matrix for tokd quantize --imatrix.", NULL},
+    {"perplexity", cmd_perplexity, "perplexity -m MODEL -f TEXT [options]", "The model's perplexity on a text, scored as llama-perplexity scores it.", NULL},
     {"synth", cmd_synth, "synth -o OUT.gguf --shape NAME --type T [options]", "Writes a random-weight model of a real shape, for benchmarks.", synth_notes},
     {"logits", cmd_logits, "logits -m MODEL (-p PROMPT | -f FILE) -o FILE [options]", "Writes the logits of every prompt position as float32, n_positions x n_vocab.", NULL},
     {"tokenize", cmd_tokenize, "tokenize -m MODEL [options]  < text", "Prints the token ids of the text on stdin, space-separated.", NULL},
