@@ -177,6 +177,7 @@ int tokd_imatrix_compute(const tokd_model *m, const char *text, size_t len, cons
                 n_out += want;
             }
             rc = tokd_forward(ctx, batch, nb, n_out ? logits : NULL, err);
+            if (!rc && p->on_batch) rc = p->on_batch(p->user, batch, nb, logits, err);
             if (rc || !ppl) continue;
             for (int32_t i = 0, row = 0; i < nb; i++) {
                 if (!batch[i].logits) continue;

@@ -53,6 +53,11 @@ typedef struct {
     int32_t n_ctx, n_batch, n_chunks, n_threads, first_chunk;
     bool parse_special;
     void (*chunk_done)(void *user, const tokd_imatrix_collector *c, int chunks);
+    /* Where set, called after each forward batch with the batch as evaluated (the BOS in
+     * place, positions from 0 at each chunk) and the logits of the rows that asked for
+     * them, in batch order (with ppl: the scored rows); non-zero stops the run with err
+     * set (`tokd perplexity --kl-model` runs a second model on the same batches). */
+    int (*on_batch)(void *user, const tokd_batch_entry *batch, int32_t n, const float *logits, tokd_err *err);
     void *user;
     const char *log_name; /* the progress lines' prefix (NULL: "tokd imatrix") */
 } tokd_imatrix_params;

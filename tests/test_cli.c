@@ -323,6 +323,58 @@ static void test_interrupt(void) {
     tokd_buf_free(&err);
 }
 
+/* One `tokd perplexity --kl-model` line: mean KL and the same-top-token share; false
+ * when the output has none. */
+static bool kl_line(const char *out, double *mean, double *same_top) {
+    const char *l = strstr(out, "KL divergence from --kl-model: mean ");
+    double se, mx;
+    return l && sscanf(l, "KL divergence from --kl-model: mean %lf +/- %lf, max %lf; same top token %lf", mean, &se, &mx,
+                       same_top) == 4;
+}
+
+/* --kl-model: a model against itself is 0 and agrees everywhere; Q8_0 and Q4_0 files made
+ * from it by `tokd quantize` diverge, Q4_0 more; batches of 32 within the chunks give the
+ * figures whole chunks give; a vocabulary that differs is refused. */
+static void test_perplexity_kl(const char *guide) {
+    char q8[256], q4[256], other[256], vocab[512];
+    snprintf(q8, sizeof q8, "/tmp/tokd-cli-kl-q8-%d.gguf", (int)getpid());
+    snprintf(q4, sizeof q4, "/tmp/tokd-cli-kl-q4-%d.gguf", (int)getpid());
+    snprintf(other, sizeof other, "/tmp/tokd-cli-kl-other-%d.gguf", (int)getpid());
+    snprintf(vocab, sizeof vocab, "%s/vocab/ggml-vocab-falcon.gguf", t_shared());
+    char *mk8[] = {(char *)tokd, "quantize", model, q8, "Q8_0", "-q", NULL};
+    char *mk4[] = {(char *)tokd, "quantize", model, q4, "Q4_0", "-q", NULL};
+    char *mko[] = {(char *)tokd, "synth", "-o", other, "--shape", "tiny", "--type", "Q8_0", "--vocab", vocab, "-q", NULL};
+    proc_result r;
+    char **makers[] = {mk8, mk4, mko};
+    for (int i = 0; i < 3; i++) {
+        run(makers[i], &r);
+        CHECK(r.code == 0, "%s %s: exit %d, '%s'", makers[i][1], makers[i][3], r.code, r.err.data);
+        proc_free(&r);
+    }
+    const char *subjects[] = {model, q8, q4, q8};
+    double mean[4] = {0}, top[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        char *argv[] = {(char *)tokd, "perplexity", "-m", (char *)subjects[i], "-f", (char *)guide, "-c", "128", "--kl-model", model,
+                        i == 3 ? "-b" : NULL, "32", NULL};
+        run(argv, &r);
+        CHECK(r.code == 0 && kl_line(r.out.data, &mean[i], &top[i]), "perplexity --kl-model (%s): exit %d, '%s'", subjects[i],
+              r.code, r.out.data);
+        proc_free(&r);
+    }
+    CHECK(mean[0] == 0 && top[0] == 100, "the model against itself: KL %g, same top %g %%", mean[0], top[0]);
+    CHECK(mean[1] > 0 && mean[2] > mean[1] && top[1] < 100 && top[2] < top[1],
+          "Q8_0 KL %g (same top %g %%), Q4_0 KL %g (%g %%): both diverge, Q4_0 more", mean[1], top[1], mean[2], top[2]);
+    CHECK(mean[3] == mean[1] && top[3] == top[1], "batches of 32: KL %g and %g %% as with whole chunks", mean[3], top[3]);
+    char *refused[] = {(char *)tokd, "perplexity", "-m", model, "-f", (char *)guide, "-c", "128", "--kl-model", other, NULL};
+    run(refused, &r);
+    CHECK(clean_failure(&r) && strstr(r.err.data, "vocabulary is not the model's"), "another vocabulary refused: '%s'",
+          r.err.data);
+    proc_free(&r);
+    unlink(q8);
+    unlink(q4);
+    unlink(other);
+}
+
 /* `tokd perplexity` on stories260K over ../shared/GUIDE.md in chunks of 128 tokens gives
  * what llama-imatrix (llama.cpp c392e5094) printed for the same model, text and chunks:
  * PPL 324.9009 +/- 31.81048 (README.md); and its errors. */
@@ -346,6 +398,7 @@ static void test_perplexity(void) {
     CHECK(clean_failure(&r) && strstr(r.err.data, "fewer than one chunk of 1000000"), "a text shorter than a chunk: '%s'",
           r.err.data);
     proc_free(&r);
+    test_perplexity_kl(guide);
 }
 
 /* -f FILE (and -f - for stdin) gives `tokd run` and `tokd logits` the file's bytes as
