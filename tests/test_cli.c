@@ -332,9 +332,10 @@ static bool kl_line(const char *out, double *mean, double *same_top) {
                        same_top) == 4;
 }
 
-/* --kl-model: a model against itself is 0 and agrees everywhere; Q8_0 and Q4_0 files made
- * from it by `tokd quantize` diverge, Q4_0 more; batches of 32 within the chunks give the
- * figures whole chunks give; a vocabulary that differs is refused. */
+/* --kl-model, over the text's first 8 chunks (the sanitizer stage runs this too): a model
+ * against itself is 0 and agrees everywhere; Q8_0 and Q4_0 files made from it by `tokd
+ * quantize` diverge, Q4_0 more; batches of 32 within the chunks give the figures whole
+ * chunks give; a vocabulary that differs is refused. */
 static void test_perplexity_kl(const char *guide) {
     char q8[256], q4[256], other[256], vocab[512];
     snprintf(q8, sizeof q8, "/tmp/tokd-cli-kl-q8-%d.gguf", (int)getpid());
@@ -354,8 +355,8 @@ static void test_perplexity_kl(const char *guide) {
     const char *subjects[] = {model, q8, q4, q8};
     double mean[4] = {0}, top[4] = {0};
     for (int i = 0; i < 4; i++) {
-        char *argv[] = {(char *)tokd, "perplexity", "-m", (char *)subjects[i], "-f", (char *)guide, "-c", "128", "--kl-model", model,
-                        i == 3 ? "-b" : NULL, "32", NULL};
+        char *argv[] = {(char *)tokd, "perplexity", "-m", (char *)subjects[i], "-f", (char *)guide, "-c", "128", "--chunks", "8",
+                        "--kl-model", model, i == 3 ? "-b" : NULL, "32", NULL};
         run(argv, &r);
         CHECK(r.code == 0 && kl_line(r.out.data, &mean[i], &top[i]), "perplexity --kl-model (%s): exit %d, '%s'", subjects[i],
               r.code, r.out.data);
