@@ -27,6 +27,7 @@ typedef struct {
     const tokd_model *base;
     tokd_ctx *ctx;
     float *logits;
+    double *log_probs; /* two rows of n_vocab: BASE's and MODEL's log-softmax */
     int32_t n_vocab;
     double kl, kl2, kl_max;
     int64_t n, same_top;
@@ -48,7 +49,7 @@ static int compare_batch(void *user, const tokd_batch_entry *batch, int32_t n, c
     kl_state *k = user;
     if (batch[0].pos == 0) tokd_seq_truncate(k->ctx, 0, 0); /* a new chunk */
     if (tokd_forward(k->ctx, batch, n, k->logits, err)) return -1;
-    double *lp = tokd_xmalloc(2 * (size_t)k->n_vocab * sizeof(double)), *lq = lp + k->n_vocab;
+    double *lp = k->log_probs, *lq = lp + k->n_vocab;
     for (int32_t i = 0, row = 0; i < n; i++) {
         if (!batch[i].logits) continue;
         const int32_t top_p = log_softmax(k->logits + (size_t)row * (size_t)k->n_vocab, k->n_vocab, lp);
@@ -63,7 +64,6 @@ static int compare_batch(void *user, const tokd_batch_entry *batch, int32_t n, c
         k->n++;
         row++;
     }
-    free(lp);
     return 0;
 }
 
@@ -107,6 +107,7 @@ static int open_base(const char *path, const tokd_model *m, tokd_imatrix_params 
     k->base = base;
     k->n_vocab = base->hp.n_vocab;
     k->logits = tokd_xmalloc((size_t)cp.n_batch * (size_t)k->n_vocab * sizeof(float));
+    k->log_probs = tokd_xmalloc(2 * (size_t)k->n_vocab * sizeof(double));
     p->on_batch = compare_batch;
     p->user = k;
     return 0;
@@ -114,6 +115,7 @@ static int open_base(const char *path, const tokd_model *m, tokd_imatrix_params 
 
 static void close_base(kl_state *k) {
     free(k->logits);
+    free(k->log_probs);
     tokd_ctx_free(k->ctx);
     tokd_model_free((tokd_model *)k->base);
 }
@@ -184,8 +186,8 @@ int cmd_perplexity(int argc, char **argv) {
         printf("PPL %.4f +/- %.5f over %lld positions (%d chunks of %ld tokens)\n", estimate, se, (long long)ppl.n,
                chunks, n_ctx);
         if (base_path) print_kl(&kl);
-        fprintf(stderr, "tokd perplexity: %.2f s, %.1f tokens/s\n", tokd_now() - t0,
-                (double)chunks * (double)n_ctx / (tokd_now() - t0));
+        const double secs = tokd_now() - t0;
+        fprintf(stderr, "tokd perplexity: %.2f s, %.1f tokens/s\n", secs, (double)chunks * (double)n_ctx / secs);
     }
     close_base(&kl);
     tokd_model_free(m);
