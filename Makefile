@@ -128,13 +128,18 @@ run: deps
 # The benchmarks are built first (not run: speed is not a test) so that they cannot fall
 # behind the library's interfaces unnoticed, as bench_dot and bench_regions once did.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# Each stage's wall time (build and run) is printed after it and again at the end, so a
+# CI log shows where its minutes went.
+STAGE = s=$$(date +%s); $(MAKE) --no-print-directory -j$(JOBS) $(1) RESULTS_FILE=$(abspath build/check-results) && \
+	t=$$(( $$(date +%s) - s )) && echo "$(1) $$t" >>build/check-times && echo "stage $(1): $$t s"
 check: deps
-	@mkdir -p build && rm -f build/check-results
-	@$(MAKE) --no-print-directory -j$(JOBS) bench
-	@$(MAKE) --no-print-directory -j$(JOBS) test RESULTS_FILE=$(abspath build/check-results)
-	@$(MAKE) --no-print-directory -j$(JOBS) test-asan RESULTS_FILE=$(abspath build/check-results)
-	@$(MAKE) --no-print-directory -j$(JOBS) test-tsan RESULTS_FILE=$(abspath build/check-results)
-	@$(MAKE) --no-print-directory -j$(JOBS) fuzz RESULTS_FILE=$(abspath build/check-results)
+	@mkdir -p build && rm -f build/check-results build/check-times
+	@$(call STAGE,bench)
+	@$(call STAGE,test)
+	@$(call STAGE,test-asan)
+	@$(call STAGE,test-tsan)
+	@$(call STAGE,fuzz)
+	@awk '{printf "%s%s %d s", (NR > 1 ? ", " : "stage times: "), $$1, $$2} END {print ""}' build/check-times
 	@awk '{p += $$1; f += $$2} END {printf "all stages (test, test-asan, test-tsan, fuzz):\n%d passed, %d failed\n", p, f}' build/check-results
 
 bench: $(BUILD)/tokd $(BUILD)/libtokd.a
