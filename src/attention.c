@@ -569,17 +569,20 @@ ATTN_256(4, 4, 3)
 ATTN_256(8, 4, 3)
 ATTN_256(16, 4, 3)
 
+/* A kernel for one head size; each SIMD path has one for 32, 64 and 128. */
+typedef void attn_kernel(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
+                         const float *q, int32_t group, float *out, float *scratch);
+static attn_kernel *for_head_dim(int32_t hd, attn_kernel *hd32, attn_kernel *hd64, attn_kernel *hd128) {
+    return hd == 32 ? hd32 : hd == 64 ? hd64 : hd == 128 ? hd128 : NULL;
+}
 
 /* 0 when the AVX2 path took the shape, -1 when it does not (the caller checked the CPU). */
 static int attn_256(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                     const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
-    if (kv->block_size % 8 != 0 || group > 256 || n_keys <= 0) return -1;
-    switch (hd) {
-    case 32: attn_256_4(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
-    case 64: attn_256_8(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
-    case 128: attn_256_16(kv, blocks, layer, kvh, n_keys, q, group, out, scratch); return 0;
-    default: return -1;
-    }
+    attn_kernel *kernel = for_head_dim(hd, attn_256_4, attn_256_8, attn_256_16);
+    if (kv->block_size % 8 != 0 || group > 256 || n_keys <= 0 || !kernel) return -1;
+    kernel(kv, blocks, layer, kvh, n_keys, q, group, out, scratch);
+    return 0;
 }
 
 int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
@@ -595,7 +598,7 @@ int tokd_attention_avx2(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
  * without it in one process, the attention stage ran faster in 8 of 9 runs (by 0.2-2.4
  * us a layer, of 8-13 us). */
 #define PREFETCH_CODE 8192 /* bytes from the kernel's entry: attn_512_8, the largest, is 7.4 KB */
-static void prefetch_call(void (*kernel)(void), const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
+static void prefetch_call(attn_kernel *kernel, const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh,
                           int32_t n_keys, int32_t hd) {
     const char *code = (const char *)(uintptr_t)kernel;
     for (int o = 0; o < PREFETCH_CODE; o += 64) __builtin_prefetch(code + o, 0, 2);
@@ -613,22 +616,11 @@ static void prefetch_call(void (*kernel)(void), const tokd_kv *kv, const int32_t
 
 void tokd_attention(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                     const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
-    if (tokd_use_f32_avx512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0) {
-        switch (hd) {
-        case 32:
-            prefetch_call((void (*)(void))attn_512_2, kv, blocks, layer, kvh, n_keys, hd);
-            attn_512_2(kv, blocks, layer, kvh, n_keys, q, group, out, scratch);
-            return;
-        case 64:
-            prefetch_call((void (*)(void))attn_512_4, kv, blocks, layer, kvh, n_keys, hd);
-            attn_512_4(kv, blocks, layer, kvh, n_keys, q, group, out, scratch);
-            return;
-        case 128:
-            prefetch_call((void (*)(void))attn_512_8, kv, blocks, layer, kvh, n_keys, hd);
-            attn_512_8(kv, blocks, layer, kvh, n_keys, q, group, out, scratch);
-            return;
-        default: break;
-        }
+    attn_kernel *k512 = for_head_dim(hd, attn_512_2, attn_512_4, attn_512_8);
+    if (tokd_use_f32_avx512() && kv->block_size % 16 == 0 && group <= 256 && n_keys > 0 && k512) {
+        prefetch_call(k512, kv, blocks, layer, kvh, n_keys, hd);
+        k512(kv, blocks, layer, kvh, n_keys, q, group, out, scratch);
+        return;
     }
     if (tokd_use_f32_avx2() && attn_256(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch) == 0) return;
     tokd_attention_ref(kv, blocks, layer, kvh, n_keys, q, group, hd, out, scratch);
