@@ -92,6 +92,21 @@ b40=$(echo "$jd" | grep -o '"bytes_per_token":[0-9]*' | cut -d: -f2)
 if echo "$jd" | grep -q '"n_depth":40,' && [ -n "$b0" ] && [ -n "$b40" ] && [ "$b40" -gt "$b0" ] && [ $(((b40 - b0) % 40)) -eq 0 ]; then ok; else bad "depth JSON: bytes $b0 -> $b40: $jd"; fi
 if "$TOKD" bench -m "$MODEL" -p 0 -n 2 -d 20 -r 1 --no-machine --profile 3 2>/dev/null | grep -Eq '^profile: +3 decode steps from position 20,'; then ok; else bad "profile from the depth"; fi
 
+# lists, as llama-bench's: every thread count at every depth, and in each the i-th -p
+# with the i-th -n (a shorter list is 0: none) in one block of text or one JSON line
+if "$TOKD" bench -m "$MODEL" -p 16,32 -n 4 -t 1,2 -r 1 --no-machine >"$tmp/list" 2>"$tmp/err"; then ok; else bad "bench lists exited $?: $(cat "$tmp/err")"; fi
+got=$(grep -Eo '^(model|threads: +[0-9]+|pp[0-9]+|tg[0-9]+)' "$tmp/list" | sed 's/threads: */t/' | tr '\n' ' ')
+if [ "$got" = "model t1 pp16 tg4 t1 pp32 t2 pp16 tg4 t2 pp32 " ]; then ok; else bad "list rows: $got"; fi
+if "$TOKD" bench -m "$MODEL" -p 16 -n 0,4 -d 0,8 -r 1 --no-machine --json >"$tmp/jlist" 2>"$tmp/err"; then ok; else bad "bench lists --json exited $?"; fi
+if command -v node >/dev/null 2>&1; then
+    if node -e '
+        const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(l => JSON.parse(l));
+        const got = rows.map(o => "d" + o.n_depth + (o.pp ? " pp" + o.pp.n_tokens : "") + (o.tg ? " tg" + o.tg.n_tokens : "")).join(", ");
+        if (got !== "d0 pp16, d0 tg4, d8 pp16, d8 tg4") { console.error(got); process.exit(1); }' "$tmp/jlist"; then ok; else bad "list JSON lines"; fi
+else
+    [ "$(wc -l <"$tmp/jlist")" -eq 4 ] && ok || bad "list JSON lines: $(cat "$tmp/jlist")"
+fi
+
 # errors: one line on stderr, non-zero exit, nothing on stdout
 err_case() {
     local name=$1
@@ -108,6 +123,12 @@ err_case "unknown option" -m "$MODEL" --bogus
 err_case "nothing to do" -m "$MODEL" -p 0 -n 0
 err_case "bad --profile" -m "$MODEL" --profile 0
 err_case "bad -d" -m "$MODEL" -d -1
+err_case "empty list item" -m "$MODEL" -p 16,
+err_case "empty first item" -m "$MODEL" -p ,16
+err_case "bad item" -m "$MODEL" -t 2,x
+err_case "zero threads in a list" -m "$MODEL" -t 0,2
+err_case "list too long" -m "$MODEL" -n 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
+err_case "only zeros" -m "$MODEL" -p 0,0 -n 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,6 +9,29 @@
 
 static bool is_end(const cli_option *o) { return o->kind == CLI_K_END || o->kind == CLI_K_REST; }
 
+/* "N[,N...]" into the row's cli_int_list; the list is only replaced once every value
+ * has parsed. 0, or -1 after the error line. */
+static int set_int_list(const char *cmd, const cli_option *o, const char *val) {
+    cli_int_list parsed = {.n = 0};
+    for (const char *at = val;;) {
+        const size_t len = strcspn(at, ",");
+        char item[32];
+        if (parsed.n == CLI_INT_LIST_MAX) {
+            fprintf(stderr, "tokd %s: at most %d values for %s\n", cmd, CLI_INT_LIST_MAX, o->name);
+            return -1;
+        }
+        /* an empty or over-long item is a bad value: cli_int says so, naming the whole list */
+        snprintf(item, sizeof item, "%.*s", len < sizeof item ? (int)len : 0, at);
+        long v;
+        if (cli_int(cmd, o->name, len && len < sizeof item ? item : val, o->lo, o->hi, &v)) return -1;
+        parsed.v[parsed.n++] = (int)v;
+        if (!at[len]) break;
+        at += len + 1;
+    }
+    *(cli_int_list *)o->dst = parsed;
+    return 0;
+}
+
 /* Stores val into the row's variable; 0, or -1 after the error line. */
 static int set_value(const char *cmd, const cli_option *o, const char *val) {
     long lv;
@@ -40,6 +63,8 @@ static int set_value(const char *cmd, const cli_option *o, const char *val) {
         return 0;
     case CLI_K_CALL:
         return o->fn(cmd, o->name, val, o->dst);
+    case CLI_K_INTS:
+        return set_int_list(cmd, o, val);
     default: /* rows without a value never get here */
         return -1;
     }

@@ -25,7 +25,16 @@ typedef enum {
     CLI_K_FLOAT,  /* number in [flo, fhi] into a float or a double */
     CLI_K_DOUBLE,
     CLI_K_CALL,   /* value parsed by fn */
+    CLI_K_INTS,   /* "N[,N...]": integers in [lo, hi] into a cli_int_list, replacing what it held */
 } cli_kind;
+
+/* The values of an option that takes a comma-separated list of integers (tokd bench's
+ * -p 128,512, as llama-bench's); the caller sets the default list before parsing. */
+#define CLI_INT_LIST_MAX 16
+typedef struct {
+    int v[CLI_INT_LIST_MAX];
+    int n;
+} cli_int_list;
 
 /* Parses val for the option named opt (its first name) into dst; returns 0, or -1
  * after printing one error line. */
@@ -72,6 +81,8 @@ void cli_print_help(FILE *out, const char *cmd, const cli_option *opts);
 #define CLI_NUM(N, A, D, LO, HI, ARG, H)                                                                       \
     {CLI_ROW(N, A, _Generic((D), float *: CLI_K_FLOAT, double *: CLI_K_DOUBLE), D), .flo = (LO), .fhi = (HI), \
      .arg = (ARG), .help = (H)}
+#define CLI_INTS(N, A, D, LO, HI, ARG, H) \
+    {CLI_ROW(N, A, CLI_K_INTS, CLI_IS(cli_int_list *, D)), .lo = (LO), .hi = (HI), .arg = (ARG), .help = (H)}
 #define CLI_CALL(N, A, FN, D, ARG, H) {CLI_ROW(N, A, CLI_K_CALL, D), .fn = (FN), .arg = (ARG), .help = (H)}
 #define CLI_END {.kind = CLI_K_END}
 #define CLI_REST(FN, D) {.kind = CLI_K_REST, .dst = (D), .fn = (FN)}

@@ -1,7 +1,9 @@
 /* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [--json]
  * [--no-machine] [--profile N]`: prompt processing (pp) and text generation (tg) speed
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
- * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object with --json.
+ * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
+ * --json. -p, -n, -d and -t take comma-separated lists (-t 1,2 -p 128,512), as
+ * llama-bench's do, and every combination is run (cmd_bench below).
  * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
  * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and
  * peak measurements; --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a
@@ -90,20 +92,106 @@ static void print_profile(const tokd_bench_result *r, int depth, bool json) {
     if (json) printf("]}");
 }
 
+/* One combination's results as one JSON object on one line. */
+static void print_json(const tokd_bench_params *p, const tokd_bench_result *r) {
+    const double GB = 1e9;
+    printf("{\"model\":");
+    json_str(p->model_path);
+    printf(",\"name\":");
+    json_str(r->name);
+    printf(",\"arch\":\"%s\",\"types\":", r->arch);
+    json_str(r->types);
+    printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",\"n_depth\":%d,", (unsigned long long)r->weight_bytes,
+           r->n_threads, r->kernels, p->n_depth);
+    if (r->pp.n) {
+        json_stat("pp", p->n_prompt, &r->pp);
+        putchar(',');
+    }
+    if (r->tg.n) {
+        json_stat("tg", p->n_gen, &r->tg);
+        putchar(',');
+    }
+    printf("\"bytes_per_token\":%llu,\"macs_per_token\":%llu", (unsigned long long)r->bytes_per_token,
+           (unsigned long long)r->macs_per_token);
+    if (p->measure_machine) {
+        printf(",\"bandwidth_buffer_mib\":%d,\"bandwidth_gb_s\":%.3f,\"tg_limit_tok_s\":%.3f", r->bw_mib, r->bandwidth / GB, r->tg_limit);
+        if (r->tg.n) {
+            printf(",\"tg_share\":%.4f", r->tg_share);
+            json_stat_scaled("tg_bandwidth_gb_s", &r->tg_bw, 1 / GB);
+            json_stat_scaled("tg_shares", &r->tg_shares, 1);
+        }
+        printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
+               r->peak_int8 / GB, r->isa_int8, 2 * r->peak_f32 / GB, r->isa_f32);
+        if (r->peak_bf16 > 0) printf(",\"peak_bf16_gflop_s\":%.2f,\"peak_bf16_isa\":\"%s\"", 2 * r->peak_bf16 / GB, r->isa_bf16);
+        printf(",\"pp_peak\":\"%s\"", r->pp_peak);
+        if (r->pp.n) printf(",\"pp_share\":%.4f", r->pp_peak_share);
+    }
+    if (p->profile_steps > 0) print_profile(r, p->n_depth, true);
+    printf("}\n");
+}
+
+/* One combination's results as text; the model's lines only before the first. */
+static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, bool first) {
+    const double GB = 1e9;
+    if (first) {
+        printf("model:     %s (%s, %s), %s\n", p->model_path, r->name[0] ? r->name : "?", r->arch, r->types);
+        printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
+               (double)r->weight_bytes / (1 << 20), (double)r->bytes_per_token / 1e6, (double)r->macs_per_token / GB);
+    } else {
+        putchar('\n');
+    }
+    printf("threads:   %d, kernels %s, %d run%s each\n", r->n_threads, r->kernels, p->reps, p->reps > 1 ? "s" : "");
+    char at[32] = "";
+    if (p->n_depth > 0) snprintf(at, sizeof at, " @ d%d", p->n_depth);
+    if (r->pp.n) {
+        char label[48];
+        snprintf(label, sizeof label, "pp%d%s", p->n_prompt, at);
+        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->pp.median, r->pp.min, r->pp.max);
+        if (p->measure_machine && r->pp_peak_share > 0)
+            printf("  %5.1f %% of the %s peak", 100 * r->pp_peak_share, r->pp_peak);
+        putchar('\n');
+    }
+    if (r->tg.n) {
+        char label[48];
+        snprintf(label, sizeof label, "tg%d%s", p->n_gen, at);
+        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->tg.median, r->tg.min, r->tg.max);
+        if (p->measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r->tg_share, r->tg_limit);
+        putchar('\n');
+        if (p->measure_machine)
+            printf("           share per run %.1f .. %.1f %%, against memory read %.2f GB/s (min %.2f, max %.2f) measured after each run\n",
+                   100 * r->tg_shares.min, 100 * r->tg_shares.max, r->tg_bw.median / GB, r->tg_bw.min / GB, r->tg_bw.max / GB);
+    }
+    if (p->measure_machine) {
+        printf("machine:   memory read %.2f GB/s (%d thread%s, %d MiB, median of 7)\n", r->bandwidth / GB, r->n_threads,
+               r->n_threads == 1 ? "" : "s", r->bw_mib);
+        printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)", r->peak_int8 / GB, r->isa_int8,
+               2 * r->peak_f32 / GB, r->isa_f32);
+        if (r->peak_bf16 > 0) printf(", bf16 peak %.1f GFLOP/s (%s)", 2 * r->peak_bf16 / GB, r->isa_bf16);
+        putchar('\n');
+    }
+    if (p->profile_steps > 0) print_profile(r, p->n_depth, false);
+}
+
+/* -p, -n, -d and -t take lists, as llama-bench's do. Every thread count is run at every
+ * depth; within those, the i-th prompt length and the i-th generation length share one
+ * run of tokd_bench_model (one load, one set of machine probes), a shorter list padding
+ * with 0 (none). --profile profiles the first of them. */
 int cmd_bench(int argc, char **argv) {
-    tokd_bench_params p = {.n_prompt = 512, .n_gen = 128, .reps = 3, .measure_machine = true};
+    tokd_bench_params p = {.reps = 3, .measure_machine = true};
+    cli_int_list prompts = {{512}, 1}, gens = {{128}, 1}, depths = {{0}, 1}, threads = {{0}, 1};
+    int profile_steps = 0;
     bool json = false, no_machine = false;
     const cli_option opts[] = {
         CLI_MODEL(&p.model_path),
-        CLI_INT("-p", "--n-prompt", &p.n_prompt, 0, 65536, "N", "pp: one batched prompt of N tokens (default 512; 0: none)"),
-        CLI_INT("-n", "--n-gen", &p.n_gen, 0, 65536, "N", "tg: N single-token decode steps (default 128; 0: none)"),
-        CLI_INT("-d", "--n-depth", &p.n_depth, 0, 1 << 20, "N", "run pp and tg after N positions already in the cache (default 0)"),
+        CLI_INTS("-p", "--n-prompt", &prompts, 0, 65536, "N[,N...]", "pp: one batched prompt of N tokens (default 512; 0: none)"),
+        CLI_INTS("-n", "--n-gen", &gens, 0, 65536, "N[,N...]", "tg: N single-token decode steps (default 128; 0: none)"),
+        CLI_INTS("-d", "--n-depth", &depths, 0, 1 << 20, "N[,N...]", "run pp and tg after N positions already in the cache (default 0)"),
         CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS, "N", "runs of each, reported as median and range (default 3)"),
-        CLI_THREADS(&p.n_threads),
+        CLI_INTS("-t", "--threads", &threads, 1, 1024, "N[,N...]", "threads (default: the physical cores)"),
         CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16, "MIB", "the bandwidth probe's buffer (default 512)"),
-        CLI_FLAG("--json", NULL, &json, "print one JSON object instead of text"),
+        CLI_FLAG("--json", NULL, &json, "print one JSON object (a line) for each combination instead of text"),
         CLI_FLAG("--no-machine", NULL, &no_machine, "skip the bandwidth and arithmetic-peak probes"),
-        CLI_INT("--profile", NULL, &p.profile_steps, 1, 65536, "N", "then N more decode steps, showing where their time went"),
+        CLI_INT("--profile", NULL, &profile_steps, 1, 65536, "N", "then N more decode steps, showing where their time went"),
         CLI_END,
     };
     int parsed = cli_parse("bench", argc, argv, opts);
@@ -113,84 +201,33 @@ int cmd_bench(int argc, char **argv) {
         fprintf(stderr, "tokd bench: need -m MODEL\n");
         return 2;
     }
-    if (p.n_prompt == 0 && p.n_gen == 0) {
+    const int pairs = prompts.n > gens.n ? prompts.n : gens.n;
+    bool any = false;
+    for (int i = 0; i < pairs; i++) any |= (i < prompts.n && prompts.v[i] > 0) || (i < gens.n && gens.v[i] > 0);
+    if (!any) {
         fprintf(stderr, "tokd bench: nothing to measure (-p 0 and -n 0)\n");
         return 2;
     }
-    tokd_bench_result r;
-    tokd_err err;
-    if (tokd_bench_model(&p, &r, &err)) {
-        fprintf(stderr, "tokd bench: %s\n", err.msg);
-        return 1;
-    }
-    const double GB = 1e9;
-    if (json) {
-        printf("{\"model\":");
-        json_str(p.model_path);
-        printf(",\"name\":");
-        json_str(r.name);
-        printf(",\"arch\":\"%s\",\"types\":", r.arch);
-        json_str(r.types);
-        printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",\"n_depth\":%d,", (unsigned long long)r.weight_bytes,
-               r.n_threads, r.kernels, p.n_depth);
-        if (r.pp.n) {
-            json_stat("pp", p.n_prompt, &r.pp);
-            putchar(',');
-        }
-        if (r.tg.n) {
-            json_stat("tg", p.n_gen, &r.tg);
-            putchar(',');
-        }
-        printf("\"bytes_per_token\":%llu,\"macs_per_token\":%llu", (unsigned long long)r.bytes_per_token,
-               (unsigned long long)r.macs_per_token);
-        if (p.measure_machine) {
-            printf(",\"bandwidth_buffer_mib\":%d,\"bandwidth_gb_s\":%.3f,\"tg_limit_tok_s\":%.3f", r.bw_mib, r.bandwidth / GB, r.tg_limit);
-            if (r.tg.n) {
-                printf(",\"tg_share\":%.4f", r.tg_share);
-                json_stat_scaled("tg_bandwidth_gb_s", &r.tg_bw, 1 / GB);
-                json_stat_scaled("tg_shares", &r.tg_shares, 1);
+    bool first = true;
+    for (int ti = 0; ti < threads.n; ti++)
+        for (int di = 0; di < depths.n; di++)
+            for (int i = 0; i < pairs; i++) {
+                p.n_threads = threads.v[ti];
+                p.n_depth = depths.v[di];
+                p.n_prompt = i < prompts.n ? prompts.v[i] : 0;
+                p.n_gen = i < gens.n ? gens.v[i] : 0;
+                if (p.n_prompt == 0 && p.n_gen == 0) continue;
+                p.profile_steps = i == 0 ? profile_steps : 0;
+                tokd_bench_result r;
+                tokd_err err;
+                if (tokd_bench_model(&p, &r, &err)) {
+                    fprintf(stderr, "tokd bench: %s\n", err.msg);
+                    return 1;
+                }
+                if (json) print_json(&p, &r);
+                else print_text(&p, &r, first);
+                fflush(stdout);
+                first = false;
             }
-            printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
-                   r.peak_int8 / GB, r.isa_int8, 2 * r.peak_f32 / GB, r.isa_f32);
-            if (r.peak_bf16 > 0) printf(",\"peak_bf16_gflop_s\":%.2f,\"peak_bf16_isa\":\"%s\"", 2 * r.peak_bf16 / GB, r.isa_bf16);
-            printf(",\"pp_peak\":\"%s\"", r.pp_peak);
-            if (r.pp.n) printf(",\"pp_share\":%.4f", r.pp_peak_share);
-        }
-        if (p.profile_steps > 0) print_profile(&r, p.n_depth, true);
-        printf("}\n");
-        return 0;
-    }
-    printf("model:     %s (%s, %s), %s\n", p.model_path, r.name[0] ? r.name : "?", r.arch, r.types);
-    printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
-           (double)r.weight_bytes / (1 << 20), (double)r.bytes_per_token / 1e6, (double)r.macs_per_token / GB);
-    printf("threads:   %d, kernels %s, %d run%s each\n", r.n_threads, r.kernels, p.reps, p.reps > 1 ? "s" : "");
-    char at[32] = "";
-    if (p.n_depth > 0) snprintf(at, sizeof at, " @ d%d", p.n_depth);
-    if (r.pp.n) {
-        char label[48];
-        snprintf(label, sizeof label, "pp%d%s", p.n_prompt, at);
-        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r.pp.median, r.pp.min, r.pp.max);
-        if (p.measure_machine && r.pp_peak_share > 0)
-            printf("  %5.1f %% of the %s peak", 100 * r.pp_peak_share, r.pp_peak);
-        putchar('\n');
-    }
-    if (r.tg.n) {
-        char label[48];
-        snprintf(label, sizeof label, "tg%d%s", p.n_gen, at);
-        printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r.tg.median, r.tg.min, r.tg.max);
-        if (p.measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r.tg_share, r.tg_limit);
-        putchar('\n');
-        if (p.measure_machine)
-            printf("           share per run %.1f .. %.1f %%, against memory read %.2f GB/s (min %.2f, max %.2f) measured after each run\n",
-                   100 * r.tg_shares.min, 100 * r.tg_shares.max, r.tg_bw.median / GB, r.tg_bw.min / GB, r.tg_bw.max / GB);
-    }
-    if (p.measure_machine) {
-        printf("machine:   memory read %.2f GB/s (%d threads, %d MiB, median of 7)\n", r.bandwidth / GB, r.n_threads, r.bw_mib);
-        printf("           int8 peak %.1f GMAC/s (%s), f32 peak %.1f GFLOP/s (%s)", r.peak_int8 / GB, r.isa_int8,
-               2 * r.peak_f32 / GB, r.isa_f32);
-        if (r.peak_bf16 > 0) printf(", bf16 peak %.1f GFLOP/s (%s)", 2 * r.peak_bf16 / GB, r.isa_bf16);
-        putchar('\n');
-    }
-    if (p.profile_steps > 0) print_profile(&r, p.n_depth, false);
     return 0;
 }

@@ -21,12 +21,18 @@ static const char *synth_notes(void) {
     return text;
 }
 
+static const char *bench_notes(void) {
+    return "Lists: -p 128,512 -n 128 -t 1,2 runs every thread count at every depth, and in each the i-th -p with the "
+           "i-th -n (a shorter list stands for 0: none), as llama-bench's rows: pp128 and tg128, then pp512, at 1 "
+           "thread and again at 2. Text prints a block for each; --json one object a line.";
+}
+
 static const cli_command commands[] = {
     {"run", cmd_run, "run [-m MODEL] (-p PROMPT | -f FILE) [options]", "Generates text from a prompt and streams it to stdout; the timings go to stderr.", NULL},
     {"chat", cmd_chat, "chat -m MODEL [options]", "An interactive chat in the terminal, on the model's chat template (/reset, /exit).", NULL},
     {"serve", cmd_serve, "serve -m MODEL [options]", "An OpenAI-compatible HTTP server with continuous batching and prefix caching.", NULL},
     {"bench-serve", cmd_bench_serve, "bench-serve [options]", "A load generator for a running tokd serve: requests/s, tokens/s, TTFT and ITL.", NULL},
-    {"bench", cmd_bench, "bench -m MODEL [options]", "Prompt (pp) and generation (tg) speed, and their shares of the machine's limits.", NULL},
+    {"bench", cmd_bench, "bench -m MODEL [options]", "Prompt (pp) and generation (tg) speed, and their shares of the machine's limits.", bench_notes},
     {"quantize", cmd_quantize, "quantize IN.gguf OUT.gguf TYPE [options]", "Writes a model quantized to TYPE, a weight type or one of llama.cpp's mixes.", quantize_notes},
     {"imatrix", cmd_imatrix, "imatrix -m MODEL -f TEXT -o OUT [options]  |  --in-file F... -o OUT  |  --show-statistics --in-file F",
      "Computes, combines or describes an importance matrix for tokd quantize --imatrix.", NULL},
