@@ -377,16 +377,16 @@ static uint64_t lcg(uint64_t *s) {
 }
 
 /* Decode steps from position depth with step_profile.h counting; untimed by the tg figures. */
-static int profile_decode(tokd_ctx *c, int32_t depth, int steps, int32_t n_vocab, uint64_t *rng, float *logits,
-                          tokd_bench_result *r, tokd_err *err) {
-    tokd_seq_truncate(c, 0, depth);
+static int profile_decode(tokd_ctx *c, int32_t depth, int steps, int32_t n_seqs, tokd_batch_entry *batch, int32_t n_vocab,
+                          uint64_t *rng, float *logits, tokd_bench_result *r, tokd_err *err) {
+    for (int32_t s = 0; s < n_seqs; s++) tokd_seq_truncate(c, s, depth);
     tokd_profile_start(true);
     const double t0 = tokd_now();
     const uint64_t c0 = __rdtsc();
     int rc = 0;
     for (int32_t i = depth; i < depth + steps && !rc; i++) {
-        tokd_batch_entry e = {(int32_t)(lcg(rng) % (uint64_t)n_vocab), i, 0, true};
-        rc = tokd_forward(c, &e, 1, logits, err);
+        for (int32_t s = 0; s < n_seqs; s++) batch[s] = (tokd_batch_entry){(int32_t)(lcg(rng) % (uint64_t)n_vocab), i, s, true};
+        rc = tokd_forward(c, batch, n_seqs, logits, err);
     }
     const uint64_t cycles = __rdtsc() - c0;
     const double secs = tokd_now() - t0;
@@ -401,6 +401,9 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     memset(r, 0, sizeof *r);
     if (p->reps < 1 || p->reps > TOKD_BENCH_MAX_REPS) return tokd_seterr(err, "repetitions %d out of range (1..%d)", p->reps, TOKD_BENCH_MAX_REPS);
     if (p->n_prompt < 0 || p->n_gen < 0 || p->n_depth < 0) return tokd_seterr(err, "negative token counts");
+    const int32_t S = p->n_seqs > 0 ? p->n_seqs : 1;
+    if (S > TOKD_BENCH_MAX_SEQS) return tokd_seterr(err, "%d sequences: at most %d", S, TOKD_BENCH_MAX_SEQS);
+    if ((int64_t)S * p->n_prompt > (1 << 20)) return tokd_seterr(err, "%d prompts of %d tokens: over 2^20 tokens in one batch", S, p->n_prompt);
     tokd_model *m = tokd_model_load(p->model_path, err);
     if (!m) return -1;
     const tokd_hparams *hp = &m->hp;
@@ -412,7 +415,8 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     r->all_quantized = true;
     r->all_bf16 = true;
 
-    /* bytes and multiply-accumulates of one decoded token */
+    /* bytes and multiply-accumulates of one decode step (of S tokens, one a sequence: the
+       weights once, each sequence's embedding row and KV cache) */
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const tokd_layer *L = &m->layers[l];
         const tokd_matrix *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -421,14 +425,17 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
         if (L->bq) r->bytes_per_token += (uint64_t)(hp->n_head + 2 * hp->n_head_kv) * (uint64_t)hp->head_dim * sizeof(float);
     }
     count_matrix(&m->output, r);
-    r->bytes_per_token += m->tok_embd.row_bytes + (uint64_t)hp->n_embd * sizeof(float);
-    /* mean KV cache read per decode step: positions d+1..d+n_gen */
-    r->bytes_per_token += (uint64_t)((double)tokd_kv_bytes_per_token(m) * (p->n_depth + (p->n_gen + 1) / 2.0));
+    r->bytes_per_token += (uint64_t)hp->n_embd * sizeof(float);
+    r->bytes_per_token += (uint64_t)S * m->tok_embd.row_bytes;
+    /* mean KV cache read per decode step: positions d+1..d+n_gen of every sequence */
+    r->bytes_per_token += (uint64_t)((double)S * (double)tokd_kv_bytes_per_token(m) * (p->n_depth + (p->n_gen + 1) / 2.0));
+    r->n_seqs = S;
 
     tokd_ctx_params cp;
     tokd_ctx_params_default(&cp);
     cp.n_threads = p->n_threads;
-    cp.n_batch = p->n_prompt > 32 ? p->n_prompt : 32;
+    cp.n_seq = S;
+    cp.n_batch = S * p->n_prompt > 32 ? S * p->n_prompt : S > 32 ? S : 32;
     int32_t need = (p->n_prompt > p->n_gen ? p->n_prompt : p->n_gen) + 32;
     if (p->profile_steps + 32 > need) need = p->profile_steps + 32;
     if ((int64_t)need + p->n_depth > (1 << 24)) {
@@ -445,7 +452,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     if (!c) goto done;
     r->n_threads = p->n_threads > 0 ? p->n_threads : tokd_physical_cores();
     batch = tokd_xmalloc((size_t)cp.n_batch * sizeof *batch);
-    logits = tokd_xmalloc((size_t)hp->n_vocab * sizeof(float));
+    logits = tokd_xmalloc((size_t)S * (size_t)hp->n_vocab * sizeof(float));
     uint64_t rng = 42;
     r->bw_mib = p->bw_mib > 0 ? p->bw_mib : 512;
     /* the probe beside the tg runs: mapped now, before the warm-up */
@@ -458,42 +465,47 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     batch[0] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), nw, 0, true};
     if (tokd_forward(c, batch, 1, logits, err)) goto done;
 
-    /* the depth: filled once, untimed, in batches of n_batch; every run cuts back to it */
+    /* the depth: filled once, untimed, in batches of n_batch, in every sequence; every run
+       cuts back to it */
     const int32_t d = p->n_depth;
     tokd_seq_truncate(c, 0, 0);
-    for (int32_t i0 = 0; i0 < d; i0 += cp.n_batch) {
-        const int32_t nb = d - i0 < cp.n_batch ? d - i0 : cp.n_batch;
-        for (int32_t i = 0; i < nb; i++)
-            batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i0 + i, 0, i == nb - 1};
-        if (tokd_forward(c, batch, nb, logits, err)) goto done;
-    }
+    for (int32_t s = 0; s < S; s++)
+        for (int32_t i0 = 0; i0 < d; i0 += cp.n_batch) {
+            const int32_t nb = d - i0 < cp.n_batch ? d - i0 : cp.n_batch;
+            for (int32_t i = 0; i < nb; i++)
+                batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i0 + i, s, i == nb - 1};
+            if (tokd_forward(c, batch, nb, logits, err)) goto done;
+        }
 
     double v[TOKD_BENCH_MAX_REPS], bw[TOKD_BENCH_MAX_REPS], share[TOKD_BENCH_MAX_REPS];
-    if (p->n_prompt > 0) {
+    if (p->n_prompt > 0) { /* S prompts of n_prompt tokens in one batch */
+        const int32_t n = S * p->n_prompt;
         for (int rep = 0; rep < p->reps; rep++) {
-            tokd_seq_truncate(c, 0, d);
-            for (int32_t i = 0; i < p->n_prompt; i++)
-                batch[i] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), d + i, 0, i == p->n_prompt - 1};
+            for (int32_t s = 0; s < S; s++) {
+                tokd_seq_truncate(c, s, d);
+                for (int32_t i = 0; i < p->n_prompt; i++)
+                    batch[s * p->n_prompt + i] =
+                        (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), d + i, s, i == p->n_prompt - 1};
+            }
             double t0 = tokd_now();
-            if (tokd_forward(c, batch, p->n_prompt, logits, err)) goto done;
-            v[rep] = p->n_prompt / (tokd_now() - t0);
+            if (tokd_forward(c, batch, n, logits, err)) goto done;
+            v[rep] = n / (tokd_now() - t0);
         }
         tokd_bench_stat_of(&r->pp, v, p->reps);
     }
     if (p->n_gen > 0) {
-        for (int rep = 0; rep < p->reps; rep++) {
-            tokd_seq_truncate(c, 0, d);
-            int32_t tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
+        for (int rep = 0; rep < p->reps; rep++) { /* each step one token of each of the S sequences */
+            for (int32_t s = 0; s < S; s++) tokd_seq_truncate(c, s, d);
             double t0 = tokd_now();
             for (int32_t i = d; i < d + p->n_gen; i++) {
-                tokd_batch_entry e = {tok, i, 0, true};
-                if (tokd_forward(c, &e, 1, logits, err)) goto done;
-                tok = (int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab);
+                for (int32_t s = 0; s < S; s++)
+                    batch[s] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i, s, true};
+                if (tokd_forward(c, batch, S, logits, err)) goto done;
             }
-            v[rep] = p->n_gen / (tokd_now() - t0);
+            v[rep] = (double)S * p->n_gen / (tokd_now() - t0);
             if (reader) {
                 bw[rep] = tokd_bench_reader_measure(reader, tokd_ctx_pool(c), 3);
-                share[rep] = v[rep] * (double)r->bytes_per_token / bw[rep];
+                share[rep] = v[rep] * (double)r->bytes_per_token / ((double)S * bw[rep]);
             }
         }
         tokd_bench_stat_of(&r->tg, v, p->reps);
@@ -502,7 +514,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
             tokd_bench_stat_of(&r->tg_shares, share, p->reps);
         }
     }
-    if (p->profile_steps > 0 && profile_decode(c, d, p->profile_steps, hp->n_vocab, &rng, logits, r, err)) goto done;
+    if (p->profile_steps > 0 && profile_decode(c, d, p->profile_steps, S, batch, hp->n_vocab, &rng, logits, r, err)) goto done;
     tokd_ctx_free(c);
     c = NULL;
 
@@ -513,7 +525,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
         r->peak_f32 = tokd_bench_peak_f32(pool, &r->isa_f32);
         r->peak_bf16 = tokd_bench_peak_bf16(pool, &r->isa_bf16);
         tokd_pool_free(pool);
-        r->tg_limit = (r->tg.n ? r->tg_bw.median : r->bandwidth) / (double)r->bytes_per_token;
+        r->tg_limit = (double)S * (r->tg.n ? r->tg_bw.median : r->bandwidth) / (double)r->bytes_per_token;
         if (r->tg.n) r->tg_share = r->tg_shares.median;
         const bool bf16 = !r->all_quantized && r->all_bf16 && r->peak_bf16 > 0;
         r->pp_peak = r->all_quantized ? "int8" : bf16 ? "bf16" : "f32";

@@ -13,6 +13,11 @@
  * cache once, untimed, and each repetition starts from it (the context cut back to d
  * positions): pp is then one batch at positions d..d+p-1, tg n steps from position d,
  * which measures attention over a long context beside the weights.
+ * With n_seqs S > 1 (llama-batched-bench's parallel sequences, as the server's continuous
+ * batching runs them): pp is S prompts of n_prompt tokens in one batch, tg n steps that
+ * each decode one token of each of S sequences; tokens/s count every sequence's tokens,
+ * and the bytes of a decode step are the weights once plus each sequence's embedding row
+ * and KV cache, so tg's bandwidth limit is S x bandwidth / those bytes.
  *
  * Machine limits, measured with the same thread count on the same thread pool:
  *   memory read bandwidth — every thread streams its slice of a buffer far larger than
@@ -42,6 +47,7 @@
 #include "util.h"
 
 #define TOKD_BENCH_MAX_REPS 100
+#define TOKD_BENCH_MAX_SEQS 256
 
 typedef struct {
     double median, min, max;
@@ -80,6 +86,7 @@ typedef struct {
     const char *model_path;
     int n_prompt, n_gen, reps, n_threads;
     int n_depth;          /* positions already in the cache before each pp and tg run (llama-bench's -d) */
+    int n_seqs;           /* sequences run together (0 or 1: one; see above) */
     bool measure_machine; /* bandwidth and peaks */
     int bw_mib;           /* bandwidth buffer in MiB (0: 512) */
     int profile_steps;    /* > 0: that many decode steps from position n_depth, profiled (step_profile.h) */
@@ -88,11 +95,11 @@ typedef struct {
 typedef struct {
     char name[128], arch[32], types[256];
     uint64_t weight_bytes;     /* all tensors of the file */
-    uint64_t bytes_per_token;  /* read per decoded token (see above) */
+    uint64_t bytes_per_token;  /* read per decode step (see above): per token when n_seqs is 1 */
     uint64_t macs_per_token;   /* weight-matrix multiply-accumulates per token */
     bool all_quantized;
     bool all_bf16;             /* every weight matrix BF16 */
-    int n_threads;
+    int n_threads, n_seqs;
     const char *kernels;
     tokd_bench_stat pp, tg;    /* tokens/s; n = 0 when skipped */
     double bandwidth;          /* bytes/s */

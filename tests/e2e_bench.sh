@@ -107,6 +107,28 @@ else
     [ "$(wc -l <"$tmp/jlist")" -eq 4 ] && ok || bad "list JSON lines: $(cat "$tmp/jlist")"
 fi
 
+# -s N: N sequences together (pp: N prompts in one batch; tg: one token of each a step),
+# labelled "x N"; tokens/s count every sequence's, and the share divides by N x the
+# bandwidth (a step's bytes: the weights once, each sequence's embedding row and KV)
+if "$TOKD" bench -m "$MODEL" -p 16 -n 4 -s 3 -r 1 --no-machine >"$tmp/seqs" 2>"$tmp/err"; then ok; else bad "bench -s exited $?: $(cat "$tmp/err")"; fi
+for field in '^threads: .*; 3 sequences together, [0-9.]+ MB read a decode step of 3 tokens' '^pp16 x3 +[0-9.]+ tok/s' '^tg4 x3 +[0-9.]+ tok/s'; do
+    if grep -Eq "$field" "$tmp/seqs"; then ok; else bad "-s text lacks /$field/: $(cat "$tmp/seqs")"; fi
+done
+if "$TOKD" bench -m "$MODEL" -p 0 -n 4 -s 1,3 -r 2 --bw-mib 64 --json >"$tmp/sjson" 2>"$tmp/err"; then ok; else bad "bench -s --json exited $?"; fi
+if command -v node >/dev/null 2>&1; then
+    if node -e '
+        const [one, three] = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(l => JSON.parse(l)), bad = [];
+        if (one.n_seqs !== 1 || three.n_seqs !== 3) bad.push("n_seqs " + one.n_seqs + " " + three.n_seqs);
+        if (!(three.bytes_per_token > one.bytes_per_token && three.bytes_per_token < 1.5 * one.bytes_per_token)) bad.push("bytes " + one.bytes_per_token + " -> " + three.bytes_per_token);
+        three.tg_shares.samples.forEach((sh, i) => {
+            const expect = three.tg.samples[i] * three.bytes_per_token / (3 * three.tg_bandwidth_gb_s.samples[i] * 1e9);
+            if (Math.abs(sh - expect) > 1e-3 * expect + 1e-4) bad.push("share " + i + " " + sh + " vs " + expect);
+        });
+        if (bad.length) { console.error(bad.join("; ")); process.exit(1); }' "$tmp/sjson"; then ok; else bad "-s JSON: $(cat "$tmp/sjson")"; fi
+else
+    grep -q '"n_seqs":3,' "$tmp/sjson" && ok || bad "-s JSON: $(cat "$tmp/sjson")"
+fi
+
 # errors: one line on stderr, non-zero exit, nothing on stdout
 err_case() {
     local name=$1
@@ -129,6 +151,8 @@ err_case "bad item" -m "$MODEL" -t 2,x
 err_case "zero threads in a list" -m "$MODEL" -t 0,2
 err_case "list too long" -m "$MODEL" -n 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17
 err_case "only zeros" -m "$MODEL" -p 0,0 -n 0
+err_case "no sequences" -m "$MODEL" -s 0
+err_case "too many sequences" -m "$MODEL" -s 257
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

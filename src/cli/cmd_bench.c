@@ -11,6 +11,7 @@
  * --profile N runs N more decode steps and shows where their time went, by stage and by
  * thread (src/kernels/step_profile.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "bench.h"
 #include "cli.h"
@@ -101,8 +102,8 @@ static void print_json(const tokd_bench_params *p, const tokd_bench_result *r) {
     json_str(r->name);
     printf(",\"arch\":\"%s\",\"types\":", r->arch);
     json_str(r->types);
-    printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",\"n_depth\":%d,", (unsigned long long)r->weight_bytes,
-           r->n_threads, r->kernels, p->n_depth);
+    printf(",\"weight_bytes\":%llu,\"threads\":%d,\"kernels\":\"%s\",\"n_depth\":%d,\"n_seqs\":%d,",
+           (unsigned long long)r->weight_bytes, r->n_threads, r->kernels, p->n_depth, r->n_seqs);
     if (r->pp.n) {
         json_stat("pp", p->n_prompt, &r->pp);
         putchar(',');
@@ -135,16 +136,25 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
     const double GB = 1e9;
     if (first) {
         printf("model:     %s (%s, %s), %s\n", p->model_path, r->name[0] ? r->name : "?", r->arch, r->types);
-        printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
-               (double)r->weight_bytes / (1 << 20), (double)r->bytes_per_token / 1e6, (double)r->macs_per_token / GB);
+        if (r->n_seqs == 1)
+            printf("           %.2f MiB of weights, %.2f MB read and %.3f G multiply-accumulates per token\n",
+                   (double)r->weight_bytes / (1 << 20), (double)r->bytes_per_token / 1e6, (double)r->macs_per_token / GB);
+        else
+            printf("           %.2f MiB of weights, %.3f G multiply-accumulates per token\n", (double)r->weight_bytes / (1 << 20),
+                   (double)r->macs_per_token / GB);
     } else {
         putchar('\n');
     }
-    printf("threads:   %d, kernels %s, %d run%s each\n", r->n_threads, r->kernels, p->reps, p->reps > 1 ? "s" : "");
-    char at[32] = "";
-    if (p->n_depth > 0) snprintf(at, sizeof at, " @ d%d", p->n_depth);
+    printf("threads:   %d, kernels %s, %d run%s each", r->n_threads, r->kernels, p->reps, p->reps > 1 ? "s" : "");
+    if (r->n_seqs > 1)
+        printf("; %d sequences together, %.2f MB read a decode step of %d tokens", r->n_seqs, (double)r->bytes_per_token / 1e6,
+               r->n_seqs);
+    putchar('\n');
+    char at[48] = "";
+    if (r->n_seqs > 1) snprintf(at, sizeof at, " x%d", r->n_seqs);
+    if (p->n_depth > 0) snprintf(at + strlen(at), sizeof at - strlen(at), " @ d%d", p->n_depth);
     if (r->pp.n) {
-        char label[48];
+        char label[80];
         snprintf(label, sizeof label, "pp%d%s", p->n_prompt, at);
         printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->pp.median, r->pp.min, r->pp.max);
         if (p->measure_machine && r->pp_peak_share > 0)
@@ -152,7 +162,7 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
         putchar('\n');
     }
     if (r->tg.n) {
-        char label[48];
+        char label[80];
         snprintf(label, sizeof label, "tg%d%s", p->n_gen, at);
         printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->tg.median, r->tg.min, r->tg.max);
         if (p->measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r->tg_share, r->tg_limit);
@@ -172,13 +182,13 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
     if (p->profile_steps > 0) print_profile(r, p->n_depth, false);
 }
 
-/* -p, -n, -d and -t take lists, as llama-bench's do. Every thread count is run at every
- * depth; within those, the i-th prompt length and the i-th generation length share one
+/* -p, -n, -d, -t and -s take lists, as llama-bench's do. Every thread count is run at
+ * every depth with every sequence count; within those, the i-th prompt length and the i-th generation length share one
  * run of tokd_bench_model (one load, one set of machine probes), a shorter list padding
  * with 0 (none). --profile profiles the first of them. */
 int cmd_bench(int argc, char **argv) {
     tokd_bench_params p = {.reps = 3, .measure_machine = true};
-    cli_int_list prompts = {{512}, 1}, gens = {{128}, 1}, depths = {{0}, 1}, threads = {{0}, 1};
+    cli_int_list prompts = {{512}, 1}, gens = {{128}, 1}, depths = {{0}, 1}, threads = {{0}, 1}, seqs = {{1}, 1};
     int profile_steps = 0;
     bool json = false, no_machine = false;
     const cli_option opts[] = {
@@ -186,6 +196,8 @@ int cmd_bench(int argc, char **argv) {
         CLI_INTS("-p", "--n-prompt", &prompts, 0, 65536, "N[,N...]", "pp: one batched prompt of N tokens (default 512; 0: none)"),
         CLI_INTS("-n", "--n-gen", &gens, 0, 65536, "N[,N...]", "tg: N single-token decode steps (default 128; 0: none)"),
         CLI_INTS("-d", "--n-depth", &depths, 0, 1 << 20, "N[,N...]", "run pp and tg after N positions already in the cache (default 0)"),
+        CLI_INTS("-s", "--seqs", &seqs, 1, TOKD_BENCH_MAX_SEQS, "N[,N...]",
+                 "N sequences together: pp N prompts in one batch, tg one token of each a step (default 1)"),
         CLI_INT("-r", "--repetitions", &p.reps, 1, TOKD_BENCH_MAX_REPS, "N", "runs of each, reported as median and range (default 3)"),
         CLI_INTS("-t", "--threads", &threads, 1, 1024, "N[,N...]", "threads (default: the physical cores)"),
         CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16, "MIB", "the bandwidth probe's buffer (default 512)"),
@@ -211,9 +223,11 @@ int cmd_bench(int argc, char **argv) {
     bool first = true;
     for (int ti = 0; ti < threads.n; ti++)
         for (int di = 0; di < depths.n; di++)
+            for (int si = 0; si < seqs.n; si++)
             for (int i = 0; i < pairs; i++) {
                 p.n_threads = threads.v[ti];
                 p.n_depth = depths.v[di];
+                p.n_seqs = seqs.v[si];
                 p.n_prompt = i < prompts.n ? prompts.v[i] : 0;
                 p.n_gen = i < gens.n ? gens.v[i] : 0;
                 if (p.n_prompt == 0 && p.n_gen == 0) continue;
