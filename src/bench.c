@@ -403,7 +403,8 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
     if (p->n_prompt < 0 || p->n_gen < 0 || p->n_depth < 0) return tokd_seterr(err, "negative token counts");
     const int32_t S = p->n_seqs > 0 ? p->n_seqs : 1;
     if (S > TOKD_BENCH_MAX_SEQS) return tokd_seterr(err, "%d sequences: at most %d", S, TOKD_BENCH_MAX_SEQS);
-    if ((int64_t)S * p->n_prompt > (1 << 20)) return tokd_seterr(err, "%d prompts of %d tokens: over 2^20 tokens in one batch", S, p->n_prompt);
+    if ((int64_t)S * p->n_prompt > TOKD_BENCH_MAX_BATCH)
+        return tokd_seterr(err, "%d prompts of %d tokens: more than %d tokens in one batch", S, p->n_prompt, TOKD_BENCH_MAX_BATCH);
     tokd_model *m = tokd_model_load(p->model_path, err);
     if (!m) return -1;
     const tokd_hparams *hp = &m->hp;

@@ -48,6 +48,7 @@
 
 #define TOKD_BENCH_MAX_REPS 100
 #define TOKD_BENCH_MAX_SEQS 256
+#define TOKD_BENCH_MAX_BATCH 65536 /* tokens in pp's one batch (n_seqs x n_prompt): as -p's own limit */
 
 typedef struct {
     double median, min, max;

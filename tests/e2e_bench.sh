@@ -153,6 +153,7 @@ err_case "list too long" -m "$MODEL" -n 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,1
 err_case "only zeros" -m "$MODEL" -p 0,0 -n 0
 err_case "no sequences" -m "$MODEL" -s 0
 err_case "too many sequences" -m "$MODEL" -s 257
+err_case "a prompt batch over 65536 tokens" -m "$MODEL" -s 200 -p 512 -n 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

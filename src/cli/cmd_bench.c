@@ -1,9 +1,10 @@
-/* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-r 3] [-t N] [--json]
+/* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-s 1] [-r 3] [-t N] [--json]
  * [--no-machine] [--profile N]`: prompt processing (pp) and text generation (tg) speed
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
- * --json. -p, -n, -d and -t take comma-separated lists (-t 1,2 -p 128,512), as
- * llama-bench's do, and every combination is run (cmd_bench below).
+ * --json. -p, -n, -d, -s and -t take comma-separated lists (-t 1,2 -p 128,512), as
+ * llama-bench's do, and every combination is run (cmd_bench below). -s N runs N
+ * sequences together (llama-batched-bench's parallel sequences; rows "tg128 x4").
  * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
  * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and
  * peak measurements; --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a
