@@ -97,6 +97,13 @@ if "$TOKD" bench -m "$MODEL" -p 0 -n 2 -d 20 -r 1 --no-machine --profile 3 2>/de
 if "$TOKD" bench -m "$MODEL" -p 16,32 -n 4 -t 1,2 -r 1 --no-machine >"$tmp/list" 2>"$tmp/err"; then ok; else bad "bench lists exited $?: $(cat "$tmp/err")"; fi
 got=$(grep -Eo '^(model|threads: +[0-9]+|pp[0-9]+|tg[0-9]+)' "$tmp/list" | sed 's/threads: */t/' | tr '\n' ' ')
 if [ "$got" = "model t1 pp16 tg4 t1 pp32 t2 pp16 tg4 t2 pp32 " ]; then ok; else bad "list rows: $got"; fi
+# then one table of every row (threads, test, median tok/s), the blocks' figures
+blocks=$(awk '/^threads:/ {t = $2 + 0} /^(pp|tg)[0-9]+ / {printf "%d %s %s\n", t, $1, $2}' "$tmp/list")
+table=$(awk -F' *[|] *' '/^[|] [0-9]/ {printf "%d %s %s\n", $2, $3, $4}' "$tmp/list")
+if [ -n "$blocks" ] && [ "$blocks" = "$table" ] && grep -q '^| threads | test | tok/s | min | max | share |$' "$tmp/list"; then ok; else
+    bad "summary table: blocks [$blocks] table [$table]"; fi
+"$TOKD" bench -m "$MODEL" -p 16 -n 4 -r 1 --no-machine >"$tmp/one" 2>/dev/null
+if ! grep -q '^|' "$tmp/one"; then ok; else bad "a single run printed a table"; fi
 if "$TOKD" bench -m "$MODEL" -p 16 -n 0,4 -d 0,8 -r 1 --no-machine --json >"$tmp/jlist" 2>"$tmp/err"; then ok; else bad "bench lists --json exited $?"; fi
 if command -v node >/dev/null 2>&1; then
     if node -e '

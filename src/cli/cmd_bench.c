@@ -3,7 +3,8 @@
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
  * --json. -p, -n, -d, -s and -t take comma-separated lists (-t 1,2 -p 128,512), as
- * llama-bench's do, and every combination is run (cmd_bench below). -s N runs N
+ * llama-bench's do, and every combination is run (cmd_bench below; text then ends with
+ * one markdown table of every row, as llama-bench prints). -s N runs N
  * sequences together (llama-batched-bench's parallel sequences; rows "tg128 x4").
  * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
  * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and
@@ -12,6 +13,7 @@
  * --profile N runs N more decode steps and shows where their time went, by stage and by
  * thread (src/kernels/step_profile.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -132,6 +134,47 @@ static void print_json(const tokd_bench_params *p, const tokd_bench_result *r) {
     printf("}\n");
 }
 
+/* A test's name as llama-bench writes it: "pp512", "tg128 x4 @ d2048". */
+static void test_label(char *buf, size_t cap, const char *test, int n_tokens, int n_seqs, int depth) {
+    int k = snprintf(buf, cap, "%s%d", test, n_tokens);
+    if (n_seqs > 1 && k > 0 && (size_t)k < cap) k += snprintf(buf + k, cap - (size_t)k, " x%d", n_seqs);
+    if (depth > 0 && k > 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, " @ d%d", depth);
+}
+
+/* The rows of every combination, for the table text ends with when there were several. */
+typedef struct {
+    int threads;
+    char test[48];
+    tokd_bench_stat tok_s;
+    double share; /* of the limit named by of; 0: not measured */
+    char of[32];
+} summary_row;
+typedef struct {
+    summary_row *rows;
+    int n, cap;
+} summary;
+
+static void summary_add(summary *sm, int threads, const char *test, const tokd_bench_stat *st, double share, const char *of) {
+    if (sm->n == sm->cap) {
+        sm->cap = sm->cap ? 2 * sm->cap : 16;
+        sm->rows = tokd_xrealloc(sm->rows, (size_t)sm->cap * sizeof *sm->rows);
+    }
+    summary_row *row = &sm->rows[sm->n++];
+    *row = (summary_row){.threads = threads, .tok_s = *st, .share = share};
+    snprintf(row->test, sizeof row->test, "%s", test);
+    snprintf(row->of, sizeof row->of, "%s", of);
+}
+
+static void summary_print(const summary *sm) {
+    printf("\n| threads | test | tok/s | min | max | share |\n| ---: | --- | ---: | ---: | ---: | --- |\n");
+    for (int i = 0; i < sm->n; i++) {
+        const summary_row *row = &sm->rows[i];
+        printf("| %d | %s | %.2f | %.2f | %.2f | ", row->threads, row->test, row->tok_s.median, row->tok_s.min, row->tok_s.max);
+        if (row->share > 0) printf("%.1f %% of the %s |\n", 100 * row->share, row->of);
+        else printf("|\n");
+    }
+}
+
 /* One combination's results as text; the model's lines only before the first. */
 static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, bool first) {
     const double GB = 1e9;
@@ -151,20 +194,17 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
         printf("; %d sequences together, %.2f MB read a decode step of %d tokens", r->n_seqs, (double)r->bytes_per_token / 1e6,
                r->n_seqs);
     putchar('\n');
-    char at[48] = "";
-    if (r->n_seqs > 1) snprintf(at, sizeof at, " x%d", r->n_seqs);
-    if (p->n_depth > 0) snprintf(at + strlen(at), sizeof at - strlen(at), " @ d%d", p->n_depth);
     if (r->pp.n) {
-        char label[80];
-        snprintf(label, sizeof label, "pp%d%s", p->n_prompt, at);
+        char label[48];
+        test_label(label, sizeof label, "pp", p->n_prompt, r->n_seqs, p->n_depth);
         printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->pp.median, r->pp.min, r->pp.max);
         if (p->measure_machine && r->pp_peak_share > 0)
             printf("  %5.1f %% of the %s peak", 100 * r->pp_peak_share, r->pp_peak);
         putchar('\n');
     }
     if (r->tg.n) {
-        char label[80];
-        snprintf(label, sizeof label, "tg%d%s", p->n_gen, at);
+        char label[48];
+        test_label(label, sizeof label, "tg", p->n_gen, r->n_seqs, p->n_depth);
         printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->tg.median, r->tg.min, r->tg.max);
         if (p->measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r->tg_share, r->tg_limit);
         putchar('\n');
@@ -184,9 +224,11 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
 }
 
 /* -p, -n, -d, -t and -s take lists, as llama-bench's do. Every thread count is run at
- * every depth with every sequence count; within those, the i-th prompt length and the i-th generation length share one
- * run of tokd_bench_model (one load, one set of machine probes), a shorter list padding
- * with 0 (none). --profile profiles the first of them. */
+ * every depth with every sequence count; within those, the i-th prompt length and the
+ * i-th generation length share one run of tokd_bench_model (one load, one set of machine
+ * probes), a shorter list padding with 0 (none). --profile profiles the first of them.
+ * Text then ends with every row in one table, llama-bench's rows, when there were several
+ * runs. */
 int cmd_bench(int argc, char **argv) {
     tokd_bench_params p = {.reps = 3, .measure_machine = true};
     cli_int_list prompts = {{512}, 1}, gens = {{128}, 1}, depths = {{0}, 1}, threads = {{0}, 1}, seqs = {{1}, 1};
@@ -222,27 +264,45 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     bool first = true;
-    for (int ti = 0; ti < threads.n; ti++)
-        for (int di = 0; di < depths.n; di++)
-            for (int si = 0; si < seqs.n; si++)
-            for (int i = 0; i < pairs; i++) {
-                p.n_threads = threads.v[ti];
-                p.n_depth = depths.v[di];
-                p.n_seqs = seqs.v[si];
-                p.n_prompt = i < prompts.n ? prompts.v[i] : 0;
-                p.n_gen = i < gens.n ? gens.v[i] : 0;
-                if (p.n_prompt == 0 && p.n_gen == 0) continue;
-                p.profile_steps = i == 0 ? profile_steps : 0;
-                tokd_bench_result r;
-                tokd_err err;
-                if (tokd_bench_model(&p, &r, &err)) {
-                    fprintf(stderr, "tokd bench: %s\n", err.msg);
-                    return 1;
-                }
-                if (json) print_json(&p, &r);
-                else print_text(&p, &r, first);
-                fflush(stdout);
-                first = false;
-            }
-    return 0;
+    summary sm = {0};
+    int runs = 0, rc = 0;
+    /* combination k, in the order: threads, then depth, then sequences, then the pairs */
+    const int total = threads.n * depths.n * seqs.n * pairs;
+    for (int k = 0; k < total && !rc; k++) {
+        const int i = k % pairs, si = k / pairs % seqs.n, di = k / pairs / seqs.n % depths.n,
+                  ti = k / pairs / seqs.n / depths.n;
+        p.n_threads = threads.v[ti];
+        p.n_depth = depths.v[di];
+        p.n_seqs = seqs.v[si];
+        p.n_prompt = i < prompts.n ? prompts.v[i] : 0;
+        p.n_gen = i < gens.n ? gens.v[i] : 0;
+        if (p.n_prompt == 0 && p.n_gen == 0) continue;
+        p.profile_steps = i == 0 ? profile_steps : 0;
+        tokd_bench_result r;
+        tokd_err err;
+        if (tokd_bench_model(&p, &r, &err)) {
+            fprintf(stderr, "tokd bench: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+        if (json) print_json(&p, &r);
+        else print_text(&p, &r, first);
+        fflush(stdout);
+        first = false;
+        runs++;
+        char label[48];
+        if (r.pp.n) {
+            test_label(label, sizeof label, "pp", p.n_prompt, r.n_seqs, p.n_depth);
+            char of[32];
+            snprintf(of, sizeof of, "%s peak", r.pp_peak ? r.pp_peak : "");
+            summary_add(&sm, r.n_threads, label, &r.pp, p.measure_machine ? r.pp_peak_share : 0, of);
+        }
+        if (r.tg.n) {
+            test_label(label, sizeof label, "tg", p.n_gen, r.n_seqs, p.n_depth);
+            summary_add(&sm, r.n_threads, label, &r.tg, p.measure_machine ? r.tg_share : 0, "bandwidth limit");
+        }
+    }
+    if (!rc && !json && runs > 1) summary_print(&sm);
+    free(sm.rows);
+    return rc;
 }

@@ -24,7 +24,7 @@ static const char *synth_notes(void) {
 static const char *bench_notes(void) {
     return "Lists: -p 128,512 -n 128 -t 1,2 runs every thread count at every depth and sequence count, and in each "
            "the i-th -p with the i-th -n (a shorter list stands for 0: none), as llama-bench's rows: pp128 and tg128, "
-           "then pp512, at 1 thread and again at 2. Text prints a block for each; --json one object a line. "
+           "then pp512, at 1 thread and again at 2. Text prints a block for each, then a table of every row; --json one object a line. "
            "-s 4 (llama-batched-bench's parallel sequences) labels its rows pp512 x4 and tg128 x4: tokens/s of all "
            "four sequences together, tg's limit four tokens a step's bytes.";
 }
