@@ -3,7 +3,7 @@
 # flags (-p 512 -n 128 -r 3 -t THREADS), interleaved model by model and round by round so
 # that both see the same state of a shared, noisy machine. Prints each round and the
 # medians over the rounds, with llama.cpp's tg share computed against the bytes a step
-# reads and the bandwidth that tokd bench measured right after its own tg runs in the
+# reads and the bandwidth that tokd bench measured during its own tg runs in the
 # same round (the same limit tokd's share is against).
 #
 # llama.cpp is not a dependency of tokd: build llama-bench yourself from its source

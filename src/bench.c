@@ -156,33 +156,56 @@ tokd_bench_reader *tokd_bench_reader_new(size_t bytes) {
     return rd;
 }
 
-double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int passes) {
-    int nth = tokd_pool_size(pool);
-    size_t read_bytes = ((rd->job.bytes / (size_t)nth) & ~(size_t)255) * (size_t)nth;
-    if (passes < 1) passes = 1;
-    if (passes > TOKD_BENCH_MAX_REPS) passes = TOKD_BENCH_MAX_REPS;
-    const int n_forms = rd->job.q8 ? 2 : 1;
-    double v[2][TOKD_BENCH_MAX_REPS], best = 0;
-    rd->job.form = 0;
-    tokd_pool_run(pool, read_slice, &rd->job); /* warm-up */
-    for (int i = 0; i < passes; i++)
-        for (int f = 0; f < n_forms; f++) { /* the forms alternate, so the host's drift hits both */
-            rd->job.form = f;
-            size_t bytes = read_bytes;
-            if (f == 1) { /* whole groups of each thread's share */
-                const size_t gb = rd->job.q8->group_bytes(PROBE_K);
-                bytes = ((rd->job.bytes / (size_t)nth) & ~(size_t)255) / gb * gb * (size_t)nth;
-            }
-            double t0 = tokd_now();
-            tokd_pool_run(pool, read_slice, &rd->job);
-            v[f][i] = (double)bytes / (tokd_now() - t0);
+/* Per-pass rates (bytes/s) of each form, gathered pass by pass. */
+typedef struct {
+    double v[2][TOKD_BENCH_MAX_REPS];
+    int n;
+} probe_samples;
+
+/* One timed pass of each form, appended to s (up to TOKD_BENCH_MAX_REPS passes). The
+ * forms alternate, so the host's drift hits both. */
+static void reader_sample(tokd_bench_reader *rd, tokd_pool *pool, probe_samples *s) {
+    if (s->n >= TOKD_BENCH_MAX_REPS) return;
+    const int nth = tokd_pool_size(pool);
+    const size_t share = (rd->job.bytes / (size_t)nth) & ~(size_t)255;
+    for (int f = 0; f < (rd->job.q8 ? 2 : 1); f++) {
+        rd->job.form = f;
+        size_t bytes = share * (size_t)nth;
+        if (f == 1) { /* whole groups of each thread's share */
+            const size_t gb = rd->job.q8->group_bytes(PROBE_K);
+            bytes = share / gb * gb * (size_t)nth;
         }
-    for (int f = 0; f < n_forms; f++) {
-        tokd_bench_stat s;
-        tokd_bench_stat_of(&s, v[f], passes);
-        if (s.median > best) best = s.median;
+        const double t0 = tokd_now();
+        tokd_pool_run(pool, read_slice, &rd->job);
+        s->v[f][s->n] = (double)bytes / (tokd_now() - t0);
+    }
+    s->n++;
+}
+
+/* One untimed pass of the read loop: the first pass after other work reads slower than
+ * the next (~10 % between tg's steps in a slow minute), so every measurement starts with
+ * one. */
+static void reader_warm(tokd_bench_reader *rd, tokd_pool *pool) {
+    rd->job.form = 0;
+    tokd_pool_run(pool, read_slice, &rd->job);
+}
+
+/* The probe's figure: the higher of the forms' medians (the comment above says why). */
+static double probe_best(const tokd_bench_reader *rd, const probe_samples *s) {
+    double best = 0;
+    for (int f = 0; f < (rd->job.q8 ? 2 : 1) && s->n > 0; f++) {
+        tokd_bench_stat st;
+        tokd_bench_stat_of(&st, s->v[f], s->n);
+        if (st.median > best) best = st.median;
     }
     return best;
+}
+
+double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int passes) {
+    reader_warm(rd, pool);
+    probe_samples s = {.n = 0};
+    for (int i = 0; i < (passes < 1 ? 1 : passes); i++) reader_sample(rd, pool, &s);
+    return probe_best(rd, &s);
 }
 
 void tokd_bench_reader_free(tokd_bench_reader *rd) {
@@ -495,17 +518,32 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
         tokd_bench_stat_of(&r->pp, v, p->reps);
     }
     if (p->n_gen > 0) {
+        /* the probe's passes between the steps, every `every` steps (bench.h says when) */
+        const bool between = p->tg_probe == TOKD_BENCH_PROBE_BETWEEN ||
+                             (p->tg_probe == TOKD_BENCH_PROBE_AUTO && r->bytes_per_token >= TOKD_BENCH_PROBE_MIN_STEP_BYTES);
+        const int32_t every = reader && between
+                                  ? (p->n_gen + TOKD_BENCH_PROBE_PASSES - 1) / TOKD_BENCH_PROBE_PASSES
+                                  : 0;
+        r->tg_probe_passes = every ? (p->n_gen + every - 1) / every : 0;
         for (int rep = 0; rep < p->reps; rep++) { /* each step one token of each of the S sequences */
             for (int32_t s = 0; s < S; s++) tokd_seq_truncate(c, s, d);
-            double t0 = tokd_now();
-            for (int32_t i = d; i < d + p->n_gen; i++) {
+            probe_samples probe = {.n = 0};
+            double secs = 0, t0 = tokd_now();
+            for (int32_t j = 0; j < p->n_gen; j++) {
                 for (int32_t s = 0; s < S; s++)
-                    batch[s] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), i, s, true};
+                    batch[s] = (tokd_batch_entry){(int32_t)(lcg(&rng) % (uint64_t)hp->n_vocab), d + j, s, true};
                 if (tokd_forward(c, batch, S, logits, err)) goto done;
+                if (every && ((j + 1) % every == 0 || j + 1 == p->n_gen)) { /* untimed */
+                    secs += tokd_now() - t0;
+                    reader_warm(reader, tokd_ctx_pool(c));
+                    reader_sample(reader, tokd_ctx_pool(c), &probe);
+                    t0 = tokd_now();
+                }
             }
-            v[rep] = (double)S * p->n_gen / (tokd_now() - t0);
+            secs += tokd_now() - t0;
+            v[rep] = (double)S * p->n_gen / secs;
             if (reader) {
-                bw[rep] = tokd_bench_reader_measure(reader, tokd_ctx_pool(c), 3);
+                bw[rep] = every ? probe_best(reader, &probe) : tokd_bench_reader_measure(reader, tokd_ctx_pool(c), 3);
                 share[rep] = v[rep] * (double)r->bytes_per_token / ((double)S * bw[rep]);
             }
         }

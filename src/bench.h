@@ -49,6 +49,21 @@
 #define TOKD_BENCH_MAX_REPS 100
 #define TOKD_BENCH_MAX_SEQS 256
 #define TOKD_BENCH_MAX_BATCH 65536 /* tokens in pp's one batch (n_seqs x n_prompt): as -p's own limit */
+/* tg's bandwidth is measured in the minute tg runs, because shared hosts change speed from
+ * one second to the next: after every ceil(n / TOKD_BENCH_PROBE_PASSES) steps, untimed, a
+ * pass that warms the probe and then one pass of each form (below), and each run's limit
+ * from the medians of its own passes. Measured only after each run (3 passes, ~50 ms
+ * against a second of steps), the TinyLlama-shape files' per-run shares spread over 12
+ * points on average and up to 25 (five runs a set); between the steps over 5, with the
+ * median shares no higher (Q4_0 5 points lower, Q8_0 3 lower, Q4_K_M 2 higher on average;
+ * BENCHMARKS.md, fifty-first session). A step that reads less than
+ * TOKD_BENCH_PROBE_MIN_STEP_BYTES may keep its weights in the last-level cache from one
+ * step to the next, and the probe's passes would evict them (stories260K: 6.9 % between
+ * against 10.8 % after), so such models are measured after each run (TOKD_BENCH_PROBE_AUTO;
+ * the other two force one or the other). */
+enum { TOKD_BENCH_PROBE_AUTO, TOKD_BENCH_PROBE_BETWEEN, TOKD_BENCH_PROBE_AFTER };
+#define TOKD_BENCH_PROBE_PASSES 16
+#define TOKD_BENCH_PROBE_MIN_STEP_BYTES ((uint64_t)256 << 20)
 
 typedef struct {
     double median, min, max;
@@ -90,6 +105,7 @@ typedef struct {
     int n_seqs;           /* sequences run together (0 or 1: one; see above) */
     bool measure_machine; /* bandwidth and peaks */
     int bw_mib;           /* bandwidth buffer in MiB (0: 512) */
+    int tg_probe;         /* when tg's bandwidth is measured: TOKD_BENCH_PROBE_AUTO, _BETWEEN or _AFTER */
     int profile_steps;    /* > 0: that many decode steps from position n_depth, profiled (step_profile.h) */
 } tokd_bench_params;
 
@@ -108,7 +124,8 @@ typedef struct {
     double peak_int8, peak_f32, peak_bf16; /* MAC/s */
     const char *isa_int8, *isa_f32, *isa_bf16;
     const char *pp_peak;       /* which of them pp_peak_share is against: "int8", "bf16", "f32" */
-    tokd_bench_stat tg_bw;     /* bytes/s, measured right after each tg repetition */
+    tokd_bench_stat tg_bw;     /* bytes/s, each tg repetition's probe (tg_probe_passes) */
+    int tg_probe_passes;       /* passes of the probe between each repetition's steps; 0: 3 after it */
     tokd_bench_stat tg_shares; /* each repetition's tokens/s over its own limit */
     double tg_limit, tg_share, pp_peak_share; /* tg_limit from tg_bw's median; tg_share = tg_shares' median */
     /* profile_steps > 0: the profiled steps' counters, their mean wall time and the TSC

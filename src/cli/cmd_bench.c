@@ -120,7 +120,7 @@ static void print_json(const tokd_bench_params *p, const tokd_bench_result *r) {
     if (p->measure_machine) {
         printf(",\"bandwidth_buffer_mib\":%d,\"bandwidth_gb_s\":%.3f,\"tg_limit_tok_s\":%.3f", r->bw_mib, r->bandwidth / GB, r->tg_limit);
         if (r->tg.n) {
-            printf(",\"tg_share\":%.4f", r->tg_share);
+            printf(",\"tg_share\":%.4f,\"tg_probe_passes\":%d", r->tg_share, r->tg_probe_passes);
             json_stat_scaled("tg_bandwidth_gb_s", &r->tg_bw, 1 / GB);
             json_stat_scaled("tg_shares", &r->tg_shares, 1);
         }
@@ -208,9 +208,12 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
         printf("%-11s%9.2f tok/s  (min %.2f, max %.2f)", label, r->tg.median, r->tg.min, r->tg.max);
         if (p->measure_machine) printf("  %5.1f %% of the bandwidth limit %.2f tok/s", 100 * r->tg_share, r->tg_limit);
         putchar('\n');
-        if (p->measure_machine)
-            printf("           share per run %.1f .. %.1f %%, against memory read %.2f GB/s (min %.2f, max %.2f) measured after each run\n",
+        if (p->measure_machine) {
+            printf("           share per run %.1f .. %.1f %%, against memory read %.2f GB/s (min %.2f, max %.2f) measured ",
                    100 * r->tg_shares.min, 100 * r->tg_shares.max, r->tg_bw.median / GB, r->tg_bw.min / GB, r->tg_bw.max / GB);
+            if (r->tg_probe_passes) printf("between each run's steps (%d passes)\n", r->tg_probe_passes);
+            else printf("after each run\n");
+        }
     }
     if (p->measure_machine) {
         printf("machine:   memory read %.2f GB/s (%d thread%s, %d MiB, median of 7)\n", r->bandwidth / GB, r->n_threads,
@@ -221,6 +224,18 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
         putchar('\n');
     }
     if (p->profile_steps > 0) print_profile(r, p->n_depth, false);
+}
+
+static int parse_tg_probe(const char *cmd, const char *opt, const char *val, void *dst) {
+    int *when = dst;
+    if (!strcmp(val, "auto")) *when = TOKD_BENCH_PROBE_AUTO;
+    else if (!strcmp(val, "between")) *when = TOKD_BENCH_PROBE_BETWEEN;
+    else if (!strcmp(val, "after")) *when = TOKD_BENCH_PROBE_AFTER;
+    else {
+        fprintf(stderr, "tokd %s: %s takes auto, between or after, not '%s'\n", cmd, opt, val);
+        return -1;
+    }
+    return 0;
 }
 
 /* -p, -n, -d, -t and -s take lists, as llama-bench's do. Every thread count is run at
@@ -245,6 +260,9 @@ int cmd_bench(int argc, char **argv) {
         CLI_INTS("-t", "--threads", &threads, 1, 1024, "N[,N...]", "threads (default: the physical cores)"),
         CLI_INT("--bw-mib", NULL, &p.bw_mib, 16, 1 << 16, "MIB", "the bandwidth probe's buffer (default 512)"),
         CLI_FLAG("--json", NULL, &json, "print one JSON object (a line) for each combination instead of text"),
+        CLI_CALL("--tg-probe", NULL, parse_tg_probe, &p.tg_probe, "WHEN",
+                 "tg's bandwidth: between each run's steps, after each run, or auto (default: between when a step "
+                 "reads 256 MiB or more)"),
         CLI_FLAG("--no-machine", NULL, &no_machine, "skip the bandwidth and arithmetic-peak probes"),
         CLI_INT("--profile", NULL, &profile_steps, 1, 65536, "N", "then N more decode steps, showing where their time went"),
         CLI_END,
