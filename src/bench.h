@@ -54,13 +54,14 @@
  * pass that warms the probe and then one pass of each form (below), and each run's limit
  * from the medians of its own passes. Measured only after each run (3 passes, ~50 ms
  * against a second of steps), the TinyLlama-shape files' per-run shares spread over 12
- * points on average and up to 25 (five runs a set); between the steps over 5, with the
- * median shares no higher (Q4_0 5 points lower, Q8_0 3 lower, Q4_K_M 2 higher on average;
- * BENCHMARKS.md, fifty-first session). A step that reads less than
- * TOKD_BENCH_PROBE_MIN_STEP_BYTES may keep its weights in the last-level cache from one
- * step to the next, and the probe's passes would evict them (stories260K: 6.9 % between
- * against 10.8 % after), so such models are measured after each run (TOKD_BENCH_PROBE_AUTO;
- * the other two force one or the other). */
+ * points on average and up to 25 (five runs a set); between the steps over 7 (5 without
+ * one run in which the host's bandwidth doubled midway), and the median shares were no
+ * higher: Q4_0 5 points lower, Q8_0 3 lower, Q4_K_M 2 higher on average (BENCHMARKS.md,
+ * fifty-first session). A step that reads less than TOKD_BENCH_PROBE_MIN_STEP_BYTES may
+ * keep its weights in the last-level cache from one step to the next, and the probe's
+ * passes would evict them (stories260K: 6.9 % between against 10.8 % after), so such
+ * models are measured after each run (TOKD_BENCH_PROBE_AUTO; the other two force one or
+ * the other). */
 enum { TOKD_BENCH_PROBE_AUTO, TOKD_BENCH_PROBE_BETWEEN, TOKD_BENCH_PROBE_AFTER };
 #define TOKD_BENCH_PROBE_PASSES 16
 #define TOKD_BENCH_PROBE_MIN_STEP_BYTES ((uint64_t)256 << 20)
