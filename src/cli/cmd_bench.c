@@ -1,5 +1,5 @@
 /* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-s 1] [-r 3] [-t N] [--json]
- * [--no-machine] [--profile N]`: prompt processing (pp) and text generation (tg) speed
+ * [--no-machine] [--bw-mib N] [--tg-probe WHEN] [--profile N]`: prompt processing (pp) and text generation (tg) speed
  * with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
  * --json. -p, -n, -d, -s and -t take comma-separated lists (-t 1,2 -p 128,512), as
@@ -9,7 +9,8 @@
  * -p 0 or -n 0 skips that test; -d N runs both after N positions already in the cache
  * (shown as "pp512 @ d2048", as llama-bench does); --no-machine skips the bandwidth and
  * peak measurements; --bw-mib N sets the bandwidth buffer (default 512 MiB; tests use a
- * small one);
+ * small one); --tg-probe between|after|auto says when tg's bandwidth is measured (between
+ * each run's steps, or right after it; src/bench.h says why and when auto picks which);
  * --profile N runs N more decode steps and shows where their time went, by stage and by
  * thread (src/kernels/step_profile.h). */
 #include <stdio.h>
