@@ -1,6 +1,6 @@
 /* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-s 1] [-r 3] [-t N] [--json]
- * [--no-machine] [--bw-mib N] [--tg-probe WHEN] [--profile N]`: prompt processing (pp) and text generation (tg) speed
- * with llama-bench's definitions, next to the machine's measured memory bandwidth and
+ * [--no-machine] [--bw-mib N] [--tg-probe WHEN] [--profile N]`: prompt processing (pp) and
+ * text generation (tg) speed with llama-bench's definitions, next to the machine's measured memory bandwidth and
  * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
  * --json. -p, -n, -d, -s and -t take comma-separated lists (-t 1,2 -p 128,512), as
  * llama-bench's do, and every combination is run (cmd_bench below; text then ends with
