@@ -78,8 +78,9 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
     tokd_sampler_accept_prompt(smp, prompt, n_prompt);
     double t0 = tokd_now();
     for (int32_t i = keep; i < n_prompt; i += n_batch) {
-        if (p->interrupted && p->interrupted(p->ud)) {
-            st->finish = TOKD_FINISH_INTERRUPT;
+        const bool interrupted = p->interrupted && p->interrupted(p->ud);
+        if (interrupted || (p->time_limit_s > 0 && tokd_now() - t0 >= p->time_limit_s)) {
+            st->finish = interrupted ? TOKD_FINISH_INTERRUPT : TOKD_FINISH_TIME;
             st->t_prefill_s = st->t_total_s = tokd_now() - t0;
             goto done;
         }
@@ -94,7 +95,8 @@ int tokd_generate(tokd_ctx *c, const tokd_model *m, const int32_t *prompt, int32
     st->t_prefill_s = tokd_now() - t0;
     double t_prev = 0.0;
     int32_t pos = n_prompt;
-    for (;;) {
+    if (p->n_predict == 0) st->finish = TOKD_FINISH_LENGTH; /* the prompt only: no token sampled */
+    while (p->n_predict != 0) {
         tokd_sample_result res;
         int32_t tok = tokd_sampler_sample(smp, logits, &res);
         double t = tokd_now() - t0;

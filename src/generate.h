@@ -25,10 +25,10 @@ const char *tokd_finish_openai(tokd_finish f);
 
 typedef struct {
     tokd_sampler_params sampling;
-    int32_t n_predict;          /* max new tokens; < 0: until the context is full */
+    int32_t n_predict;          /* max new tokens (0: the prompt only); < 0: until the context is full */
     const char *const *stop;    /* stop strings (never emitted) */
     int32_t n_stop;
-    double time_limit_s;        /* <= 0: none */
+    double time_limit_s;        /* from the prompt's start, checked between prefill chunks and tokens; <= 0: none */
     int32_t seq;                /* sequence slot of the context to use (it is reset first) */
     void (*on_text)(void *ud, const char *text, size_t len); /* called with each safe chunk */
     void (*on_token)(void *ud, int32_t token);                /* each sampled token (optional) */

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
+
 struct gguf_stream {
-    FILE *fp;
-    char *path, *tmp_path;
+    tokd_outfile out;
+    FILE *fp; /* out.fp */
     uint64_t alignment;
     uint64_t n_tensors, cur;     /* tensor being written */
     uint64_t *nbytes;            /* per tensor */
@@ -52,8 +54,6 @@ static void pad(FILE *fp, uint64_t pos, uint64_t align) {
 }
 
 static void stream_free(gguf_stream *s) {
-    free(s->path);
-    free(s->tmp_path);
     free(s->nbytes);
     free(s);
 }
@@ -79,20 +79,15 @@ gguf_stream *gguf_stream_create(const char *path, gguf_writer *meta, const gguf_
     }
 
     gguf_stream *s = tokd_xcalloc(1, sizeof *s);
-    s->path = tokd_xstrdup(path);
-    size_t tl = strlen(path) + 5;
-    s->tmp_path = tokd_xmalloc(tl);
-    snprintf(s->tmp_path, tl, "%s.tmp", path);
     s->alignment = alignment;
     s->n_tensors = n_tensors;
     s->nbytes = tokd_xcalloc(n_tensors ? (size_t)n_tensors : 1, sizeof(uint64_t));
-    s->fp = fopen(s->tmp_path, "wb");
-    if (!s->fp) {
-        tokd_seterr(err, "cannot create '%s': %s", s->tmp_path, strerror(errno));
+    if (tokd_outfile_open(&s->out, path, err)) {
         free(buf);
         stream_free(s);
         return NULL;
     }
+    s->fp = s->out.fp;
     setvbuf(s->fp, NULL, _IOFBF, 1 << 20);
     put(s->fp, "GGUF", 4);
     put_u32(s->fp, 3);
@@ -119,7 +114,7 @@ gguf_stream *gguf_stream_create(const char *path, gguf_writer *meta, const gguf_
     /* skip leading empty tensors */
     while (s->cur < s->n_tensors && s->nbytes[s->cur] == 0) s->cur++;
     if (ferror(s->fp)) {
-        tokd_seterr(err, "cannot write '%s': %s", s->tmp_path, strerror(errno));
+        tokd_seterr(err, "cannot write '%s': %s", path, strerror(errno));
         gguf_stream_abort(s);
         return NULL;
     }
@@ -132,7 +127,7 @@ int gguf_stream_write(gguf_stream *s, const void *data, size_t n, tokd_err *err)
         if (s->cur >= s->n_tensors) return tokd_seterr(err, "more tensor data written than announced");
         uint64_t room = s->nbytes[s->cur] - s->written;
         size_t k = n < room ? n : (size_t)room;
-        if (fwrite(p, 1, k, s->fp) != k) return tokd_seterr(err, "cannot write '%s': %s", s->tmp_path, strerror(errno));
+        if (fwrite(p, 1, k, s->fp) != k) return tokd_seterr(err, "cannot write '%s': %s", s->out.path, strerror(errno));
         p += k;
         n -= k;
         s->written += k;
@@ -154,26 +149,14 @@ int gguf_stream_close(gguf_stream *s, tokd_err *err) {
         gguf_stream_abort(s);
         return -1;
     }
-    int bad = ferror(s->fp);
-    if (fclose(s->fp) != 0) bad = 1;
     s->fp = NULL;
-    if (bad) {
-        tokd_seterr(err, "cannot write '%s': %s", s->tmp_path, strerror(errno));
-        gguf_stream_abort(s);
-        return -1;
-    }
-    if (rename(s->tmp_path, s->path) != 0) {
-        tokd_seterr(err, "cannot rename '%s' to '%s': %s", s->tmp_path, s->path, strerror(errno));
-        gguf_stream_abort(s);
-        return -1;
-    }
+    const int rc = tokd_outfile_commit(&s->out, err);
     stream_free(s);
-    return 0;
+    return rc;
 }
 
 void gguf_stream_abort(gguf_stream *s) {
     if (!s) return;
-    if (s->fp) fclose(s->fp);
-    remove(s->tmp_path);
+    tokd_outfile_abort(&s->out);
     stream_free(s);
 }

@@ -7,8 +7,9 @@
  * the tensor infos (offsets follow from the sizes), then accepts each tensor's bytes in
  * order, in pieces of any size. Memory stays bounded by the caller's pieces.
  *
- * The file is written to PATH.tmp and renamed to PATH by gguf_stream_close once every
- * byte announced has arrived; gguf_stream_abort removes it. */
+ * The file is an outfile (outfile.h): written to PATH.tmp and renamed to PATH by
+ * gguf_stream_close once every byte announced has arrived (a device or FIFO at PATH is
+ * written in place); gguf_stream_abort removes it. */
 #ifndef TOKD_GGUF_STREAM_H
 #define TOKD_GGUF_STREAM_H
 

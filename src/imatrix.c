@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "outfile.h"
 
 /* ---- building the result ---------------------------------------------------------- */
 

@@ -152,10 +152,12 @@ char *tokd_read_stream(FILE *f, size_t *len) {
     tokd_buf_append(&b, "", 0);
     char chunk[65536];
     size_t n;
+    errno = 0;
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) tokd_buf_append(&b, chunk, n);
-    if (ferror(f)) {
+    if (ferror(f)) { /* keep read's errno (EISDIR for a folder); EIO when it left none */
+        const int e = errno ? errno : EIO;
         tokd_buf_free(&b);
-        errno = EIO;
+        errno = e;
         return NULL;
     }
     if (len) *len = b.len;
@@ -168,30 +170,6 @@ char *tokd_read_file(const char *path, size_t *len) {
     char *data = tokd_read_stream(f, len);
     fclose(f);
     return data;
-}
-
-int tokd_write_file(const char *path, const void *data, size_t n, tokd_err *err) {
-    tokd_buf tmp = {0};
-    tokd_buf_appendf(&tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp.data, "wb");
-    if (!f) {
-        tokd_seterr(err, "cannot create '%s': %s", tmp.data, strerror(errno));
-        tokd_buf_free(&tmp);
-        return -1;
-    }
-    const bool wrote = fwrite(data, 1, n, f) == n;
-    int e = errno;
-    const bool closed = fclose(f) == 0;
-    if (wrote && !closed) e = errno;
-    if (!wrote || !closed || rename(tmp.data, path) != 0) {
-        if (wrote && closed) e = errno;
-        tokd_seterr(err, "cannot write '%s': %s", path, strerror(e));
-        remove(tmp.data);
-        tokd_buf_free(&tmp);
-        return -1;
-    }
-    tokd_buf_free(&tmp);
-    return 0;
 }
 
 void tokd_buf_append(tokd_buf *b, const void *p, size_t n) {

@@ -71,10 +71,7 @@ void tokd_huge_free(void *p, size_t n);
 char *tokd_read_file(const char *path, size_t *len);
 /* The same for what is left to read from f (stdin, a pipe); f stays open. */
 char *tokd_read_stream(FILE *f, size_t *len);
-/* Writes n bytes to path whole or not at all: into "<path>.tmp", renamed over path once
- * complete, so that a failure (disk full, no such folder) leaves any earlier file at path
- * as it was and no partial one. -1 with err set when it cannot. */
-int tokd_write_file(const char *path, const void *data, size_t n, tokd_err *err);
+/* Writing files whole or not at all: outfile.h (tokd_write_file, tokd_outfile). */
 
 /* Growable byte buffer. Always NUL-terminated (data[len] == 0) once anything was added. */
 typedef struct tokd_buf {

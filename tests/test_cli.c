@@ -1,7 +1,8 @@
 /* test_cli.c — the `tokd` command line as a user runs it (the binary named by $TOKD):
  * the golden generation of `tokd run`, `tokd logits` against the golden logits,
  * `tokd info`, `tokd imatrix`'s files and formats, every command's `--help` against its
- * parser and README.md, Ctrl-C in `tokd run`, `tokd perplexity` against llama-imatrix's
+ * parser and README.md, Ctrl-C in `tokd run`, where output goes (stdout that fails, a
+ * FIFO, Ctrl-C while a model is written), `tokd perplexity` against llama-imatrix's
  * figure, and hostile input — truncated and corrupted model files, bad options,
  * invalid UTF-8 — where every failure must be one line on stderr and a non-zero exit,
  * never a crash or a hang. */
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,8 +34,9 @@ static void drain(int fd, tokd_buf *b) {
     while ((n = read(fd, tmp, sizeof tmp)) > 0) tokd_buf_append(b, tmp, (size_t)n);
 }
 
-/* Run argv with a 60 s limit; stdout and stderr captured. */
-static void run(char *const argv[], proc_result *r) {
+/* Run argv with a 60 s limit; stderr captured, and stdout too unless it goes to
+ * stdout_path (opened for writing, as a shell's > does without truncating). */
+static void run_to(char *const argv[], const char *stdout_path, proc_result *r) {
     memset(r, 0, sizeof *r);
     char outp[] = "/tmp/tokd-cli-outXXXXXX", errp[] = "/tmp/tokd-cli-errXXXXXX";
     int of = mkstemp(outp), ef = mkstemp(errp);
@@ -41,7 +44,7 @@ static void run(char *const argv[], proc_result *r) {
     if (pid == 0) {
         int devnull = open("/dev/null", O_RDONLY);
         dup2(devnull, 0);
-        dup2(of, 1);
+        dup2(stdout_path ? open(stdout_path, O_WRONLY) : of, 1);
         dup2(ef, 2);
         alarm(60);
         execv(argv[0], argv);
@@ -63,6 +66,8 @@ static void run(char *const argv[], proc_result *r) {
     tokd_buf_append(&r->out, "", 0);
     tokd_buf_append(&r->err, "", 0);
 }
+
+static void run(char *const argv[], proc_result *r) { run_to(argv, NULL, r); }
 
 static void proc_free(proc_result *r) {
     tokd_buf_free(&r->out);
@@ -227,9 +232,13 @@ static void test_option_parsing(void) {
          "tokd run: bad value for -n: '-2' (expected an integer in [-1, 16777216])\n"},
         {{(char *)tokd, "run", "-p", "x", "--top-p", "1.5", NULL}, 2, "",
          "tokd run: bad value for --top-p: '1.5' (expected a number in [0, 1])\n"},
-        {{(char *)tokd, "run", "-p", "x", "-s", "-5", NULL}, 2, "", "tokd run: bad value for --seed: '-5'\n"},
-        {{(char *)tokd, "run", "-p", "x", "--seed", NULL}, 2, "", "tokd: option --seed needs a value\n"},
-        {{(char *)tokd, "run", "-p", "x", "--threads", NULL}, 2, "", "tokd: option --threads needs a value\n"},
+        {{(char *)tokd, "run", "-p", "x", "-s", "-5", NULL}, 2, "",
+         "tokd run: bad value for --seed: '-5' (expected an integer in [0, 18446744073709551615])\n"},
+        {{(char *)tokd, "run", "-p", "x", "-s", "18446744073709551616", NULL}, 2, "",
+         "tokd run: bad value for --seed: '18446744073709551616' (expected an integer in [0, 18446744073709551615])\n"},
+        {{(char *)tokd, "run", "-p", "x", "--stop", "", NULL}, 2, "", "tokd run: --stop takes a non-empty text\n"},
+        {{(char *)tokd, "run", "-p", "x", "--seed", NULL}, 2, "", "tokd run: option --seed needs a value\n"},
+        {{(char *)tokd, "run", "-p", "x", "--threads", NULL}, 2, "", "tokd run: option --threads needs a value\n"},
         {{(char *)tokd, "run", "-p", "x", "--no-bos", "--bogus", NULL}, 2, "", "tokd run: unknown option '--bogus'\n"},
         {{(char *)tokd, "chat", "--temp", "101", NULL}, 2, "", "tokd chat: bad value for --temp: '101' (expected a number in [0, 100])\n"},
         {{(char *)tokd, "chat", "-s", "2147483648", NULL}, 2, "",
@@ -321,6 +330,128 @@ static void test_interrupt(void) {
     CHECK(strstr(err.data, "finish interrupted\n") != NULL, "stderr reports the interruption: '%s'", err.data);
     tokd_buf_free(&text);
     tokd_buf_free(&err);
+}
+
+/* What a command writes, and where: -n 0 samples nothing; a time limit holds during the
+ * prompt; output that cannot reach stdout fails the command with one line; a folder
+ * given as a file names the reason; `logits -o -` writes stdout; an output path that is
+ * a FIFO is written through, not replaced by a regular file; and a SIGINT in the middle
+ * of writing a model leaves neither the model nor its PATH.tmp behind. */
+static void test_outputs(void) {
+    proc_result r;
+    char *none[] = {(char *)tokd, "run", "-m", model, "-p", "Once upon a time", "-n", "0", NULL};
+    run(none, &r);
+    CHECK(r.exited && r.code == 0 && r.out.len == 0 && strstr(r.err.data, "generated 0, finish length"),
+          "-n 0 samples nothing: exit %d, stdout '%s', stderr '%s'", r.code, r.out.data, r.err.data);
+    proc_free(&r);
+    /* checked before the prompt's first chunk: the old check, after each token, let one through */
+    char *timed[] = {(char *)tokd, "run", "-m", model, "-p", "Once upon a time", "--time-limit", "0.000000001", NULL};
+    run(timed, &r);
+    CHECK(r.exited && r.code == 0 && r.out.len == 0 && strstr(r.err.data, "generated 0, finish time"),
+          "a time limit shorter than the prompt: exit %d, stdout '%s', stderr '%s'", r.code, r.out.data, r.err.data);
+    proc_free(&r);
+
+    char *info[] = {(char *)tokd, "info", "-m", model, NULL};
+    run_to(info, "/dev/full", &r);
+    CHECK(r.exited && r.code == 1 && !strcmp(r.err.data, "tokd info: writing stdout failed: No space left on device\n"),
+          "info > /dev/full: exit %d, stderr '%s'", r.code, r.err.data);
+    proc_free(&r);
+    char *gen[] = {(char *)tokd, "run", "-m", model, "-p", "Once upon a time", "-n", "100", NULL};
+    run_to(gen, "/dev/full", &r);
+    CHECK(r.exited && r.code == 1 && !strcmp(r.err.data, "tokd run: writing stdout failed: No space left on device\n"),
+          "run > /dev/full: exit %d, stderr '%s'", r.code, r.err.data);
+    proc_free(&r);
+
+    char dir[] = "/tmp/tokd-cli-dirXXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char *from_dir[] = {(char *)tokd, "run", "-m", model, "-f", dir, NULL};
+    run(from_dir, &r);
+    char want[128];
+    snprintf(want, sizeof want, "tokd run: cannot read '%s': Is a directory\n", dir);
+    CHECK(r.exited && r.code == 1 && !strcmp(r.err.data, want), "-f FOLDER: exit %d, stderr '%s'", r.code, r.err.data);
+    proc_free(&r);
+
+    char lpath[256];
+    snprintf(lpath, sizeof lpath, "%s/logits.bin", dir);
+    char *to_file[] = {(char *)tokd, "logits", "-m", model, "-p", "Once upon a time", "-o", lpath, NULL};
+    char *to_out[] = {(char *)tokd, "logits", "-m", model, "-p", "Once upon a time", "-o", "-", NULL};
+    proc_result a;
+    run(to_file, &a);
+    run(to_out, &r);
+    size_t flen = 0;
+    char *fdata = tokd_read_file(lpath, &flen);
+    CHECK(a.code == 0 && r.code == 0 && fdata && flen > 0 && r.out.len == flen && !memcmp(r.out.data, fdata, flen) &&
+              strstr(r.err.data, "written to stdout"),
+          "logits -o - writes the bytes of -o FILE to stdout: %zu against %zu bytes, stderr '%s'", r.out.len, flen, r.err.data);
+    free(fdata);
+    unlink(lpath);
+    proc_free(&a);
+    proc_free(&r);
+
+    /* quantize into a FIFO: a reader gets the file's bytes, and the FIFO stays a FIFO */
+    char fifo[256], qfile[256], got[256];
+    snprintf(fifo, sizeof fifo, "%s/model.fifo", dir);
+    snprintf(qfile, sizeof qfile, "%s/q8.gguf", dir);
+    snprintf(got, sizeof got, "%s/from-fifo.gguf", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    pid_t reader = fork();
+    if (reader == 0) {
+        alarm(60);
+        int in = open(fifo, O_RDONLY), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char buf[65536];
+        ssize_t n;
+        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n) _exit(1);
+        _exit(in >= 0 && out >= 0 ? 0 : 1);
+    }
+    char *q_fifo[] = {(char *)tokd, "quantize", model, fifo, "Q8_0", "-q", NULL};
+    char *q_file[] = {(char *)tokd, "quantize", model, qfile, "Q8_0", "-q", NULL};
+    run(q_fifo, &r);
+    struct stat st;
+    const bool still_fifo = stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode);
+    if (!still_fifo) kill(reader, SIGKILL); /* it waits for a writer that never came */
+    int status = 0;
+    waitpid(reader, &status, 0);
+    run(q_file, &a);
+    size_t glen = 0, qlen = 0;
+    char *gdata = tokd_read_file(got, &glen), *qdata = tokd_read_file(qfile, &qlen);
+    CHECK(r.code == 0 && a.code == 0 && still_fifo && gdata && qdata && glen == qlen && qlen > 0 && !memcmp(gdata, qdata, qlen),
+          "quantize into a FIFO: exit %d, still a FIFO %d, %zu bytes read against %zu in a file; stderr '%s'", r.code,
+          still_fifo, glen, qlen, r.err.data);
+    free(gdata);
+    free(qdata);
+    proc_free(&r);
+    proc_free(&a);
+
+    /* SIGINT while synth writes: the default action (exit by SIGINT) and no file left */
+    char big[256], big_tmp[300];
+    snprintf(big, sizeof big, "%s/big.gguf", dir);
+    snprintf(big_tmp, sizeof big_tmp, "%s.tmp", big);
+    char *synth[] = {(char *)tokd, "synth", "-o", big, "--shape", "tinyllama-1.1b", "--type", "Q4_K", "-q", NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL); /* a test run in the background inherits it ignored */
+        alarm(120);
+        execv(synth[0], synth);
+        _exit(127);
+    }
+    bool seen = false;
+    for (int i = 0; i < 6000 && !seen; i++) { /* up to 60 s for the file to appear */
+        seen = access(big_tmp, F_OK) == 0;
+        if (!seen) usleep(10000);
+    }
+    kill(pid, SIGINT);
+    waitpid(pid, &status, 0);
+    const bool left = access(big_tmp, F_OK) == 0 || access(big, F_OK) == 0;
+    CHECK(seen && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT && !left,
+          "SIGINT while writing a model: PATH.tmp seen %d, signaled %d (signal %d), file left %d", seen, WIFSIGNALED(status),
+          WIFSIGNALED(status) ? WTERMSIG(status) : 0, left);
+    unlink(big);
+    unlink(big_tmp);
+    unlink(got);
+    unlink(qfile);
+    unlink(fifo);
+    rmdir(dir);
 }
 
 /* One `tokd perplexity --kl-model` line: mean KL and the same-top-token share; false
@@ -552,7 +683,7 @@ static void test_help(void) {
                 proc_result o;
                 run(probe, &o);
                 char want[96];
-                if (has_value) snprintf(want, sizeof want, "tokd: option %s needs a value\n", opts[k]);
+                if (has_value) snprintf(want, sizeof want, "tokd %s: option %s needs a value\n", cmds[c], opts[k]);
                 else snprintf(want, sizeof want, "'--no-such-option'");
                 bool ok = o.exited && o.code == 2 && (has_value ? !strcmp(o.err.data, want) : strstr(o.err.data, want) != NULL);
                 if (!ok) bad++;
@@ -885,6 +1016,7 @@ int main(void) {
     test_help();
     test_prompt_file();
     test_interrupt();
+    test_outputs();
     test_perplexity();
     test_imatrix();
     test_bad_files();

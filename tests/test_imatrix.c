@@ -40,6 +40,7 @@
 #include "imatrix.h"
 #include "imatrix_collect.h"
 #include "imatrix_stats.h"
+#include "outfile.h"
 #include "tokenizer.h"
 #include "vecmath.h"
 #include "kernels/quants.h"

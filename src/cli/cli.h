@@ -48,5 +48,8 @@ int cli_prompt(const char *cmd, const char *text, const char *file, const char *
 void cli_interrupt_install(void);
 void cli_interrupt_arm(bool armed);
 bool cli_interrupted(void *ud);
+/* SIGINT, SIGTERM and SIGHUP remove the output files being written (outfile.h) before
+ * their default action; main installs this for every command. */
+void cli_signals_install(void);
 
 #endif

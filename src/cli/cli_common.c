@@ -1,6 +1,6 @@
-/* cli_common.c — strict number parsing, the one-line error, the prompt of -p or -f and
- * Ctrl-C during generation, shared by the subcommands (cli_opts.c parses option values
- * with these). */
+/* cli_common.c — strict number parsing, the one-line error, the prompt of -p or -f,
+ * Ctrl-C during generation and the signals' clean-up, shared by the subcommands
+ * (cli_opts.c parses option values with these). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "util.h"
 
 #include "cli.h"
@@ -40,10 +41,30 @@ void cli_die_msg(const char *cmd, const char *msg) { fprintf(stderr, "tokd %s: %
 
 static volatile sig_atomic_t interrupt_armed, interrupt_seen;
 
+/* A signal's default action (ending the process), once the half-written output files are
+ * gone. */
+static void on_fatal_signal(int sig) {
+    tokd_outfile_remove_pending();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_signals_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal the caller ignores (nohup) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 static void on_sigint(int sig) {
     if (!interrupt_armed || interrupt_seen) { /* the default action, once this handler returns */
-        signal(sig, SIG_DFL);
-        raise(sig);
+        on_fatal_signal(sig);
         return;
     }
     interrupt_seen = 1;

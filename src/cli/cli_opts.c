@@ -136,7 +136,7 @@ int cli_parse(const char *cmd, int argc, char **argv, const cli_option *opts) {
         } else if (o->kind == CLI_K_FLAG) {
             *(bool *)o->dst = true;
         } else if (i + 1 >= argc) {
-            fprintf(stderr, "tokd: option %s needs a value\n", a);
+            fprintf(stderr, "tokd %s: option %s needs a value\n", cmd, a);
             return -1;
         } else if (set_value(cmd, o, argv[++i])) {
             return -1;

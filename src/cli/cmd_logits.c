@@ -1,6 +1,7 @@
 /* cmd_logits.c — `tokd logits`: evaluate a prompt (-p, or -f from a file) in one batched
  * pass and write the logits of every position as little-endian float32,
  * n_positions x n_vocab. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ int cmd_logits(int argc, char **argv) {
         CLI_MODEL(&model_path),
         CLI_STR("-p", "--prompt", &prompt, "TEXT", "the prompt (with the model's default BOS handling)"),
         CLI_STR("-f", "--file", &prompt_file, "FILE", "the prompt read from FILE ('-': stdin), byte for byte"),
-        CLI_STR("-o", "--output", &out_path, "FILE", "where to write the float32 logits"),
+        CLI_STR("-o", "--output", &out_path, "FILE", "where to write the float32 logits ('-': stdout)"),
         CLI_THREADS(&n_threads),
         CLI_END,
     };
@@ -67,19 +68,22 @@ int cmd_logits(int argc, char **argv) {
     }
     for (size_t i = 0; i < n; i++) batch[i] = (tokd_batch_entry){toks[i], (int32_t)i, 0, true};
     if (tokd_forward(c, batch, (int32_t)n, logits, &err)) goto fail;
-    fp = fopen(out_path, "wb");
+    const bool to_stdout = !strcmp(out_path, "-");
+    fp = to_stdout ? stdout : fopen(out_path, "wb");
     if (!fp) {
-        tokd_seterr(&err, "cannot create '%s'", out_path);
+        tokd_seterr(&err, "cannot create '%s': %s", out_path, strerror(errno));
         goto fail;
     }
+    errno = 0;
     const bool written = fwrite(logits, sizeof(float), n * V, fp) == n * V;
-    const bool closed = fclose(fp) == 0; /* also when the write failed: the FILE is freed */
+    /* also when the write failed: the FILE is freed (stdout is only flushed) */
+    const bool closed = to_stdout ? fflush(fp) == 0 : fclose(fp) == 0;
     fp = NULL;
     if (!written || !closed) {
-        tokd_seterr(&err, "cannot write '%s'", out_path);
+        tokd_seterr(&err, "cannot write '%s': %s", to_stdout ? "stdout" : out_path, strerror(errno ? errno : EIO));
         goto fail;
     }
-    fprintf(stderr, "tokd logits: %zu positions x %zu logits written to %s\n", n, V, out_path);
+    fprintf(stderr, "tokd logits: %zu positions x %zu logits written to %s\n", n, V, to_stdout ? "stdout" : out_path);
     rc = 0;
 fail:
     if (rc) fprintf(stderr, "tokd logits: %s\n", err.msg);

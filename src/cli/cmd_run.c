@@ -3,6 +3,8 @@
  * next token (finish "interrupted", the timings still printed, exit status 130, as a
  * shell reports a SIGINT); a second Ctrl-C ends the process at once. */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +17,17 @@
 
 #define MAX_STOP 16
 
+/* The text as it streams. Once stdout fails (a full disk, a closed pipe's reader), the
+ * generation stops at the next token and run fails, as nothing more can be delivered. */
+static int stdout_errno;
+
 static void write_text(void *ud, const char *text, size_t len) {
     (void)ud;
-    fwrite(text, 1, len, stdout);
-    fflush(stdout);
+    errno = 0;
+    if ((fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) && !stdout_errno) stdout_errno = errno ? errno : EIO;
 }
+
+static bool stop_asked(void *ud) { return stdout_errno || cli_interrupted(ud); }
 
 /* --grammar-file / --json-schema: the grammar, or NULL with a message. */
 static tokd_grammar *load_grammar(const char *grammar_file, const char *schema_file) {
@@ -45,12 +53,13 @@ static tokd_grammar *load_grammar(const char *grammar_file, const char *schema_f
     return g;
 }
 
-/* --seed: any unsigned 64-bit decimal (strtoull: an overflow saturates). */
+/* --seed: any unsigned 64-bit decimal, digits only; a larger one is refused. */
 static int parse_seed(const char *cmd, const char *opt, const char *v, void *dst) {
     char *end;
+    errno = 0;
     unsigned long long s = strtoull(v, &end, 10);
-    if (!*v || *end || v[0] == '-') {
-        fprintf(stderr, "tokd %s: bad value for %s: '%s'\n", cmd, opt, v);
+    if (v[0] < '0' || v[0] > '9' || *end || errno == ERANGE) {
+        fprintf(stderr, "tokd %s: bad value for %s: '%s' (expected an integer in [0, %llu])\n", cmd, opt, v, ULLONG_MAX);
         return -1;
     }
     *(uint64_t *)dst = s;
@@ -84,6 +93,11 @@ int cmd_run(int argc, char **argv) {
     };
     int parsed = cli_parse("run", argc, argv, opts);
     if (parsed) return cli_exit_code(parsed);
+    for (int i = 0; i < n_stop; i++)
+        if (!stops[i][0]) {
+            fprintf(stderr, "tokd run: --stop takes a non-empty text\n");
+            return 2;
+        }
     size_t prompt_len = 0;
     char *prompt_owned = NULL;
     int bad_prompt = cli_prompt("run", prompt, prompt_file, &prompt, &prompt_len, &prompt_owned);
@@ -91,7 +105,7 @@ int cmd_run(int argc, char **argv) {
     gp.stop = stops;
     gp.n_stop = n_stop;
     gp.on_text = write_text;
-    gp.interrupted = cli_interrupted;
+    gp.interrupted = stop_asked;
 
     if (grammar_file && schema_file) {
         fprintf(stderr, "tokd run: --grammar-file and --json-schema exclude each other\n");
@@ -139,6 +153,9 @@ int cmd_run(int argc, char **argv) {
     cli_interrupt_arm(false);
     if (failed) {
         fprintf(stderr, "tokd run: %s\n", err.msg);
+        rc = 1;
+    } else if (stdout_errno) {
+        fprintf(stderr, "tokd run: writing stdout failed: %s\n", strerror(stdout_errno));
         rc = 1;
     } else {
         fprintf(stderr,

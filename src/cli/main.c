@@ -2,6 +2,7 @@
  * below is also where each command's synopsis and purpose live for the help texts
  * (`tokd --help`, and `tokd NAME --help`, whose option lines come from the command's
  * option table: cli_opts.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,17 +60,27 @@ static void usage(FILE *out) {
     fprintf(out, "\n`tokd COMMAND --help` lists a command's options.\n");
 }
 
+/* Output that did not reach stdout (a full disk, a closed descriptor) fails a command that
+ * otherwise succeeded, with one line. */
+static int check_stdout(const char *cmd, int rc) {
+    errno = 0;
+    if (rc || (fflush(stdout) == 0 && !ferror(stdout))) return rc; /* a failed command said why */
+    fprintf(stderr, "tokd%s%s: writing stdout failed: %s\n", cmd ? " " : "", cmd ? cmd : "", strerror(errno ? errno : EIO));
+    return 1;
+}
+
 int main(int argc, char **argv) {
+    cli_signals_install();
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return check_stdout(NULL, 0);
     }
     const cli_command *c = cli_command_find(argv[1]);
-    if (c) return c->fn(argc - 1, argv + 1);
+    if (c) return check_stdout(c->name, c->fn(argc - 1, argv + 1));
     fprintf(stderr, "tokd: unknown command '%s' (try tokd --help)\n", argv[1]);
     return 2;
 }
