@@ -708,6 +708,8 @@ static void test_error_positions(void) {
     expect_error("{% if x %}\nabc", "{}", NULL, "1:4:", "never closed");
     expect_error("ok\n  {{ \"abc", "{}", NULL, "2:6:", "string literal");
     expect_error("ab {{ raise_exception(\"nope\") }}", "{}", NULL, "1:7:", "nope");
+    /* the message is one line: its line breaks and tabs become spaces */
+    expect_error("{{ raise_exception('two\\nlines\\tand a tab') }}", "{}", NULL, "1:4:", "two lines and a tab");
     expect_error("{{ 1 +\n\n 2 $ }}", "{}", NULL, "3:4:", "'$'");
     expect_error("x\n{# open comment", "{}", NULL, "2:1:", "comment");
     expect_error("{{ d.k.z }}", "{\"d\": {}}", NULL, "1:4:", "no attribute 'k'");

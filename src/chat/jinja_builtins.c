@@ -1874,7 +1874,14 @@ static jv *g_raise_exception(jctx *c, jv *self, jargs *a) {
     (void)self;
     jv *m = jx_arg(a, 0, "message");
     jv *s = m ? py_to_str(c, m) : S(c, "", 0);
-    jx_fail(c, AT, "%s", s->s.p);
+    /* the template's text becomes an error line: its line breaks and other control
+       characters become spaces (what does not fit an error is cut at a character) */
+    char line[sizeof ((tokd_err *)0)->msg];
+    size_t n = s->s.n < sizeof line - 1 ? s->s.n : sizeof line - 1;
+    while (n < s->s.n && n > 0 && ((unsigned char)s->s.p[n] & 0xC0) == 0x80) n--;
+    for (size_t i = 0; i < n; i++) line[i] = (unsigned char)s->s.p[i] < 0x20 ? ' ' : s->s.p[i];
+    line[n] = 0;
+    jx_fail(c, AT, "%s", line);
 }
 
 static jv *g_strftime_now(jctx *c, jv *self, jargs *a) {
