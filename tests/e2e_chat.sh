@@ -2,8 +2,8 @@
 # e2e_chat.sh — `tokd chat` driven as a person would, through tmux: three turns typed at
 # the prompt, each answered, the history kept (the later turns reuse cached tokens),
 # then /exit. Then, piped, --system on a model whose template has no system role (Gemma 2):
-# the system text goes into the first user turn. Fails loudly if tmux is missing
-# (scripts/install-deps.sh installs it).
+# the system text goes into the first user turn; and a turn beyond the context points to
+# /reset. Fails loudly if tmux is missing (scripts/install-deps.sh installs it).
 set -u
 TOKD=${TOKD:-build/tokd}
 command -v tmux >/dev/null || { echo "FAIL: tmux is not installed"; exit 1; }
@@ -54,4 +54,8 @@ out=$(printf 'Hi\n' | "$TOKD" chat -m "$g2" --system "Be brief." -n 4 --temp 0 2
 rm -f "$g2"
 echo "$out" | grep -q "prompt tokens" || { echo "FAIL: --system on Gemma 2: $out"; exit 1; }
 echo "$out" | grep -q "System role" && { echo "FAIL: the template's error came back: $out"; exit 1; }
-echo "5 passed, 0 failed"
+# a turn that no longer fits the context says how to go on
+out=$(printf 'Hello there, tell me a long story about a cat\n' | "$TOKD" chat -m ../shared/models/stories260K.gguf -c 40 -n 4 2>&1)
+echo "$out" | grep -q "does not fit the context of 40 tokens (/reset starts a new conversation" ||
+    { echo "FAIL: a turn beyond the context: $out"; exit 1; }
+echo "6 passed, 0 failed"

@@ -160,7 +160,9 @@ int cmd_chat(int argc, char **argv) {
         if (failed_gen || (st.finish == TOKD_FINISH_INTERRUPT && st.n_gen == 0)) {
             /* failed, or interrupted in the prompt: the turn is dropped, and the cache,
                holding part of it, is evaluated afresh next turn */
-            if (failed_gen) fprintf(stderr, "tokd chat: %s\n", err.msg);
+            if (failed_gen && n_prompt >= (size_t)tokd_ctx_n_ctx(c))
+                fprintf(stderr, "tokd chat: %s (/reset starts a new conversation; -c sets the context)\n", err.msg);
+            else if (failed_gen) fprintf(stderr, "tokd chat: %s\n", err.msg);
             else fprintf(stderr, "\n[tokd] interrupted before the reply\n");
             cJSON_DeleteItemFromArray(messages, cJSON_GetArraySize(messages) - 1);
             kv_n = 0;
