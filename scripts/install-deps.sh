@@ -9,6 +9,8 @@ done
 # node and npm run the `openai` client in the server tests: the machine's own if present
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# python3 reads the JSON answers in some end-to-end tests (e2e_tokenize, e2e_server_outputs)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
     SUDO=""

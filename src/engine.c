@@ -43,6 +43,8 @@ typedef struct req {
     tokd_stop *stop;
     tokd_detok *dt;
     tokd_buf piece, out;
+    size_t text_pos, tok_pos; /* bytes of output decoded so far; where the last token's start */
+    bool bad_request;         /* the error is the request's own (its grammar or logit_bias) */
     double t_submit, t_admit, t_first, t_last;
     int32_t row; /* logits row in this step, -1 if none */
     void (*on_event)(void *ud, const tokd_event *ev);
@@ -317,6 +319,7 @@ static void emit_token(tokd_engine *e, req *r, int32_t tok, const tokd_sample_re
     ev.token = tok;
     ev.text = r->out.data ? r->out.data : "";
     ev.len = r->out.len;
+    ev.text_pos = r->tok_pos;
     ev.sample = r->n_logprobs > 0 ? res : NULL;
     r->on_event(r->ud, &ev);
     tokd_buf_clear(&r->out);
@@ -391,6 +394,7 @@ static void finish(tokd_engine *e, req *r, tokd_req_status status, tokd_finish f
     ev.status = status;
     ev.finish = f;
     ev.error = error;
+    ev.bad_request = status == TOKD_REQ_ERROR && r->bad_request;
     ev.usage = &u;
     r->on_event(r->ud, &ev);
     pthread_mutex_lock(&e->lock);
@@ -532,17 +536,22 @@ static void sample_one(tokd_engine *e, req *r, const float *logits) {
     if (r->n_gen == 0) r->t_first = now;
     r->t_last = now;
     r->n_gen++;
+    r->tok_pos = r->text_pos;
     if (!r->ignore_eos && tokd_token_is_eog(e->m->tok, tok)) {
         emit_token(e, r, tok, &res);
-        if (r->gs && !tokd_grammar_done(r->gs))
+        if (r->gs && !tokd_grammar_done(r->gs)) {
+            r->bad_request = true;
             finish(e, r, TOKD_REQ_ERROR, TOKD_FINISH_NONE,
                    tokd_grammar_failed(r->gs) ? "grammar: the output became too ambiguous to match (a bound on its states or its work was exceeded)"
                                               : "grammar: no token can continue the output (every allowed token is banned)");
-        else finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
+        } else {
+            finish(e, r, TOKD_REQ_OK, TOKD_FINISH_EOG, NULL);
+        }
         return;
     }
     if (r->gs && tokd_grammar_accept(r->gs, tok)) { /* only when the mask left nothing to choose */
         emit_token(e, r, tok, &res);
+        r->bad_request = true;
         finish(e, r, TOKD_REQ_ERROR, TOKD_FINISH_NONE,
                "grammar: no token can continue the output (the vocabulary cannot complete the grammar here, or "
                "logit_bias banned every allowed token)");
@@ -553,6 +562,7 @@ static void sample_one(tokd_engine *e, req *r, const float *logits) {
     tokd_sampler_accept(r->smp, tok);
     tokd_buf_clear(&r->piece);
     tokd_detok_push(r->dt, tok, &r->piece);
+    r->text_pos += r->piece.len;
     bool stopped = false;
     if (r->stop) stopped = tokd_stop_push(r->stop, r->piece.data ? r->piece.data : "", r->piece.len, &r->out);
     else if (r->piece.len) tokd_buf_append(&r->out, r->piece.data, r->piece.len);
@@ -720,6 +730,8 @@ void tokd_engine_free(tokd_engine *e) {
 }
 
 /* ---- metrics ---------------------------------------------------------------------------- */
+
+int32_t tokd_engine_capacity(const tokd_engine *e) { return e->p.max_seqs + e->p.max_waiting; }
 
 void tokd_engine_get_stats(tokd_engine *e, tokd_engine_stats *s) {
     pthread_mutex_lock(&e->mlock);

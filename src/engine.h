@@ -21,7 +21,8 @@
  *
  * Events. After a successful tokd_engine_submit the request's on_event callback is called
  * from the scheduler thread: TOKD_EV_TOKEN for every sampled token (with the text that is
- * now safe to release: whole UTF-8 characters, stop strings held back), then exactly one
+ * now safe to release: whole UTF-8 characters, stop strings held back; and text_pos, where
+ * the token's own text starts in the whole output, which does not lag), then exactly one
  * TOKD_EV_DONE (finish reason, final text, usage and timings), after which the callback is
  * never called again. A callback must not block for long (it delays every sequence) and
  * must not call tokd_engine_free; it may call tokd_engine_cancel.
@@ -81,11 +82,15 @@ typedef struct {
     size_t len;
     /* TOKD_EV_TOKEN */
     int32_t token;
+    size_t text_pos;                  /* where the token's text starts in the whole output (bytes;
+                                         text held back for stop strings counts) */
     const tokd_sample_result *sample; /* logprob and alternatives when n_logprobs > 0, else NULL */
     /* TOKD_EV_DONE */
     tokd_req_status status;
     tokd_finish finish;               /* when status is OK */
     const char *error;                /* when status is ERROR */
+    bool bad_request;                 /* ERROR caused by the request itself (its grammar, or
+                                         logit_bias banning every token it allows) */
     const tokd_usage *usage;
 } tokd_event;
 
@@ -102,9 +107,9 @@ typedef struct {
      * allowed only when the output is a complete sentence, and the request finishes (EOG)
      * as soon as nothing more can follow. If no token at all can continue (a grammar the
      * vocabulary cannot complete, or logit_bias banned every allowed token), the request
-     * ends with TOKD_REQ_ERROR and a message saying so. The grammar must stay alive until
-     * the DONE event (the engine drops its state before calling on_event with DONE);
-     * ignore_eos does not apply under a grammar. */
+     * ends with TOKD_REQ_ERROR, bad_request set and a message saying so. The grammar must
+     * stay alive until the DONE event (the engine drops its state before calling on_event
+     * with DONE); ignore_eos does not apply under a grammar. */
     const tokd_grammar *grammar;
     /* Detokenize control tokens as their text (tool-call markers that are special tokens). */
     bool render_special;
@@ -133,6 +138,9 @@ typedef struct {
     uint64_t req_ok, req_cancelled, req_error, req_refused;
 } tokd_engine_stats;
 void tokd_engine_get_stats(tokd_engine *e, tokd_engine_stats *s);
+/* Requests that may be in flight at once (max_seqs running + max_waiting queued): a submit
+ * beyond answers EBUSY, so a client needing more at once can never be served. */
+int32_t tokd_engine_capacity(const tokd_engine *e);
 /* Requests submitted and not yet done. */
 int32_t tokd_engine_active(tokd_engine *e);
 /* Prometheus text exposition of the engine's metrics (histograms of TTFT, inter-token

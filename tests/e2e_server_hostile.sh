@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/server/lib.sh
 KEY=sekrit-key-42
-start_server --api-key "$KEY" --timeout 2 --ctx 256 --max-seqs 4
+start_server --api-key "$KEY" --timeout 2 --ctx 256 --max-seqs 4 --max-queue 8
 AUTH="Authorization: Bearer $KEY"
 fail=0; n=0
 REF=$(curl -s -H "$AUTH" "$BASE/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":12,"temperature":0}' |
@@ -77,6 +77,26 @@ HDR="Authorization: Bearer sekrit-key-43" expect "wrong key" 401 $C '{"prompt":"
 HDR="Authorization: Basic $KEY" expect "wrong scheme" 401 $C '{"prompt":"x"}'
 HDR="Authorization: Bearer " expect "empty key" 401 /v1/models '' -X GET
 expect "tokenize wrong type"      400 /tokenize '{"content":5}'
+# a \u0000 escape would cut the string short (cJSON strings are C strings): refused, naming the field
+expect "NUL in prompt"            400 $C '{"prompt":"Once upon a time\u0000 there was a dragon","max_tokens":1}'
+expect "NUL in message"           400 $CH '{"messages":[{"role":"user","content":"hi\u0000 there"}],"max_tokens":1}'
+expect "NUL in stop"              400 $C '{"prompt":"x","max_tokens":1,"stop":"\u0000girl"}'
+expect "NUL in tokenize"          400 /tokenize '{"content":"Once\u0000 upon"}'
+printf '{"prompt":"Once\0 upon","max_tokens":1}' >/tmp/hostile_nul.$$
+expect "raw NUL byte in prompt"   400 $C "@/tmp/hostile_nul.$$"
+rm -f /tmp/hostile_nul.$$
+expect "escaped backslash, u0000" 200 /tokenize '{"content":"Once\\u0000 upon"}'
+R=$(curl -s -H "$AUTH" "$BASE/v1/chat/completions" -d '{"messages":[{"role":"user","content":"a\u0000"}]}')
+case "$R" in *'"param":"messages"'*NUL*|*NUL*'"param":"messages"'*) ;; *) echo "FAIL: NUL error names no field: $R"; fail=1 ;; esac
+# what can never be served is a 400, not a 500 or a 429 to retry forever
+expect "max_tokens zero"          400 $C '{"prompt":"x","max_tokens":0}'
+expect "empty grammar"            400 $C '{"prompt":"x","grammar":""}'
+expect "n past max-seqs + queue"  400 $C '{"prompt":"x","n":16,"max_tokens":1}'
+BAN=$(for i in $(seq 0 511); do [ "$i" = 100 ] || printf '"%d":-100,' "$i"; done)
+expect "grammar nothing can meet" 400 $C "{\"prompt\":\"x\",\"max_tokens\":5,\"grammar\":\"root ::= \\\"b\\\"\",\"logit_bias\":{${BAN%,}}}"
+expect "logit_bias bans all"      400 $C "{\"prompt\":\"x\",\"logit_bias\":{${BAN}\"100\":-100}}"
+R=$(curl -s -H "$AUTH" "$BASE/v1/completions" -d "{\"prompt\":\"$(printf 'Lily and Tom went to the park. %.0s' $(seq 1 40))\"}")
+case "$R" in *'"param":"prompt"'*) ;; *) echo "FAIL: a long prompt's error names no 'prompt': $R"; fail=1 ;; esac
 expect "detokenize bad id"        400 /detokenize '{"tokens":[1,2,99999]}'
 head -c 10000000 /dev/zero | tr '\0' 'a' >/tmp/hostile_big.$$
 expect "10 MB body"               413 $C "@/tmp/hostile_big.$$"

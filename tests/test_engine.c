@@ -22,6 +22,8 @@ typedef struct {
     tokd_req_status status;
     tokd_finish finish;
     tokd_usage usage;
+    bool bad_request;
+    size_t pos[64]; /* text_pos of the first 64 tokens */
     tokd_engine *cancel_engine; /* cancel after cancel_after tokens */
     int cancel_after;
 } collector;
@@ -31,6 +33,7 @@ static void on_event(void *ud, const tokd_event *ev) {
     pthread_mutex_lock(&c->mu);
     tokd_buf_append(&c->text, ev->text, ev->len);
     if (ev->kind == TOKD_EV_TOKEN) {
+        if (c->n_tokens < 64) c->pos[c->n_tokens] = ev->text_pos;
         c->n_tokens++;
         if (c->cancel_engine && c->n_tokens == c->cancel_after) tokd_engine_cancel(c->cancel_engine, ev->id);
     } else {
@@ -38,6 +41,7 @@ static void on_event(void *ud, const tokd_event *ev) {
         c->status = ev->status;
         c->finish = ev->finish;
         c->usage = *ev->usage;
+        c->bad_request = ev->bad_request;
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
@@ -405,7 +409,8 @@ static void test_grammar(const char *file) {
     uint64_t id;
     CHECK(tokd_engine_submit(e, &rp, &id, &err) == 0, "submit: %s", err.msg);
     coll_wait(&c);
-    CHECK(c.status == TOKD_REQ_ERROR, "all allowed tokens banned: status %d", c.status);
+    CHECK(c.status == TOKD_REQ_ERROR && c.bad_request, "all allowed tokens banned: status %d, the request's fault %d", c.status,
+          c.bad_request);
     coll_free(&c);
     free(bias);
     tokd_engine_free(e);
@@ -589,7 +594,63 @@ enum { SECOND_MODEL = 0 };
 enum { SECOND_MODEL = 1 };
 #endif
 
+/* One greedy request of 16 tokens, with a stop string or none. */
+static void run_one(tokd_engine *e, const int32_t *prompt, size_t n_prompt, const char *stop, collector *c) {
+    coll_init(c);
+    tokd_request_params rp;
+    tokd_request_params_default(&rp);
+    rp.prompt = prompt;
+    rp.n_prompt = (int32_t)n_prompt;
+    rp.sampling.temperature = 0;
+    rp.max_tokens = 16;
+    rp.stop = &stop;
+    rp.n_stop = stop ? 1 : 0;
+    rp.on_event = on_event;
+    rp.ud = c;
+    uint64_t id;
+    tokd_err err;
+    CHECK(tokd_engine_submit(e, &rp, &id, &err) == 0, "submit: %s", err.msg);
+    coll_wait(c);
+}
+
+/* A token's text_pos is where its text starts in the output, whatever a stop string holds
+ * back: the same as without the stop string, up to the token that completes it. (It used to
+ * be read off the text released so far, which lags while a stop string may match.) */
+static void test_text_pos(const char *file) {
+    tokd_err err = {{0}};
+    tokd_model *m = load_shared_model(file);
+    if (!m) return;
+    tokd_engine_params ep;
+    tokd_engine_params_default(&ep);
+    ep.max_seqs = 2;
+    ep.n_ctx = 256;
+    ep.n_threads = 1;
+    tokd_engine *e = tokd_engine_new(m, &ep, &err);
+    CHECK(e != NULL, "engine: %s", err.msg);
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    tokd_tokenize(m->tok, "Once upon a time", 16, true, false, &prompt, &n_prompt, &err);
+    collector free_run, stopped;
+    run_one(e, prompt, n_prompt, NULL, &free_run);
+    CHECK(free_run.n_tokens == 16 && free_run.text.len > 30, "free run: %d tokens", free_run.n_tokens);
+    char stop[8] = {0};
+    memcpy(stop, free_run.text.data + free_run.text.len - 12, 7); /* late, so several tokens are held */
+    run_one(e, prompt, n_prompt, stop, &stopped);
+    CHECK(stopped.finish == TOKD_FINISH_STOP && stopped.n_tokens > 2, "stop '%s': finish %s after %d tokens", stop,
+          tokd_finish_name(stopped.finish), stopped.n_tokens);
+    for (int i = 0; i < stopped.n_tokens && i < 16; i++)
+        CHECK(stopped.pos[i] == free_run.pos[i], "token %d: text_pos %zu with the stop string, %zu without", i, stopped.pos[i],
+              free_run.pos[i]);
+    CHECK(free_run.pos[0] == 0 && free_run.pos[15] > free_run.pos[1], "positions grow: %zu %zu", free_run.pos[1], free_run.pos[15]);
+    coll_free(&free_run);
+    coll_free(&stopped);
+    free(prompt);
+    tokd_engine_free(e);
+    tokd_model_free(m);
+}
+
 int main(void) {
+    test_text_pos("stories260K.gguf");
     test_grammar("stories260K.gguf");
     test_model("stories260K.gguf", true);
     if (SECOND_MODEL) test_model("tiny-llama-f32.gguf", true);

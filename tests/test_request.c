@@ -239,6 +239,68 @@ static void test_adaptations(void) {
     tokd_chat_template_free((tokd_chat_template *)ctx.tpl);
 }
 
+/* A \u0000 escape is found in any string and named by its top-level key; an escaped backslash
+ * before "u0000" is text, not an escape. */
+static void test_nul(void) {
+    static const struct {
+        const char *body, *field; /* field NULL: none */
+    } cases[] = {
+        {"{\"prompt\": \"a\\u0000b\"}", "prompt"},
+        {"{\"prompt\": \"a\\\\u0000b\"}", NULL},
+        {"{\"prompt\": \"a\\\\\\u0000b\"}", "prompt"},
+        {"{\"model\": \"x\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\\u0000\"}]}", "messages"},
+        {"{\"stop\": [\"ok\", \"\\u0000girl\"], \"prompt\": \"p\"}", "stop"},
+        {"{\"a\": {\"prompt\": \"\\u0000\"}}", "a"},
+        {"{\"pro\\u0000mpt\": \"x\"}", "pro\\u0000mpt"},
+        {"{\"content\": \"\\u00001\"}", "content"},
+        {"{\"content\": \"\\u0001 \\\" \\u0000\"}", "content"},
+        {"{\"content\": \"\\u0010\\u00a0 \\\\\\\\u0000\"}", NULL},
+        {"{\"x\": \"\\\"\", \"y\": [1, \"}\", {\"z\": \"\\u0000\"}]}", "y"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char field[64] = "?";
+        cJSON *root = cJSON_Parse(cases[i].body);
+        CHECK(root != NULL, "case %zu is not JSON", i);
+        cJSON_Delete(root);
+        int r = tokd_req_find_nul(cases[i].body, strlen(cases[i].body), field, sizeof field);
+        CHECK(r == (cases[i].field != NULL), "%s: found %d", cases[i].body, r);
+        if (r && cases[i].field) CHECK(!strcmp(field, cases[i].field), "%s: field '%s', want '%s'", cases[i].body, field, cases[i].field);
+    }
+    static const char raw[] = "{\"prompt\": \"a\0b\"}"; /* a raw NUL byte, which cJSON takes */
+    char f[16] = "";
+    CHECK(tokd_req_find_nul(raw, sizeof raw - 1, f, sizeof f) == 1 && !strcmp(f, "prompt"), "raw NUL: %s", f);
+    char small[4];
+    CHECK(tokd_req_find_nul("{\"messages\": \"\\u0000\"}", 22, small, sizeof small) == 1 && !strcmp(small, "mes"), "truncated field: %s", small);
+}
+
+/* Values that can never be served are refused with a message giving the real range. */
+static void test_minor_refusals(const tokd_req_ctx *ctx) {
+    tokd_gen_opts o;
+    tokd_req_err pe;
+    refused(ctx, "{\"prompt\": \"a\", \"max_tokens\": -1}", false, 400, "max_tokens");
+    CHECK(parse(ctx, "{\"prompt\": \"a\", \"max_tokens\": 0}", false, &o, &pe) == -1 && strstr(pe.msg, "between 1 and"), "max_tokens 0: %s",
+          pe.msg);
+    tokd_gen_opts_free(&o);
+    refused(ctx, "{\"prompt\": \"a\", \"max_completion_tokens\": 0}", false, 400, "max_completion_tokens");
+    refused(ctx, "{\"prompt\": \"a\", \"grammar\": \"\"}", false, 400, "grammar");
+    refused(ctx, "{\"prompt\": \"a\", \"grammar\": \" \\n\"}", false, 400, "grammar");
+    /* logit_bias: every token banned is refused; all but one is fine */
+    int32_t nv = model->hp.n_vocab;
+    if (nv > 1024) return;
+    tokd_buf b = {0};
+    tokd_buf_appendf(&b, "{\"prompt\": \"a\", \"logit_bias\": {\"05\": -100");
+    for (int32_t t = 0; t < nv; t++) tokd_buf_appendf(&b, ", \"%d\": -100", t);
+    tokd_buf_appendf(&b, "}}");
+    refused(ctx, b.data, false, 400, "logit_bias");
+    tokd_buf_clear(&b);
+    tokd_buf_appendf(&b, "{\"prompt\": \"a\", \"logit_bias\": {\"5\": -100");
+    for (int32_t t = 1; t < nv; t++) tokd_buf_appendf(&b, ", \"%d\": -100", t);
+    tokd_buf_appendf(&b, "}}");
+    CHECK(parse(ctx, b.data, false, &o, &pe) == 0, "token 0 left: %s", pe.msg);
+    tokd_gen_opts_free(&o);
+    tokd_buf_free(&b);
+}
+
 int main(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
@@ -253,6 +315,8 @@ int main(void) {
     test_chat(&ctx);
     test_tool_history();
     test_adaptations();
+    test_nul();
+    test_minor_refusals(&ctx);
     tokd_chat_template_free(chatml);
     tokd_model_free(model);
     T_DONE();

@@ -388,7 +388,51 @@ static void test_json(void) {
     tokd_toolcall_result_free(&r);
 }
 
+/* Output cut short (max_tokens): text fed in two pieces, then finish_cut; content and calls. */
+static void check_cut(const char *label, tokd_toolcall_format fmt, const char *text, const char *content, size_t n_calls,
+                      bool open_parses) {
+    tokd_toolcall_parser *p = tokd_toolcall_parser_new(fmt, 7);
+    tokd_toolcall_events ev = {0};
+    tokd_buf got = {0};
+    size_t half = strlen(text) / 2;
+    tokd_toolcall_push(p, text, half, &ev);
+    tokd_buf_append(&got, ev.content.data, ev.content.len);
+    tokd_toolcall_push(p, text + half, strlen(text) - half, &ev);
+    tokd_buf_append(&got, ev.content.data, ev.content.len);
+    bool any = tokd_toolcall_finish_cut(p, &ev);
+    tokd_buf_append(&got, ev.content.data, ev.content.len);
+    size_t n = 0;
+    tokd_toolcall_calls(p, &n);
+    const char *g = got.data ? got.data : "";
+    CHECK(!strcmp(g, content), "%s: content [%s], want [%s]", label, g, content);
+    CHECK(n == n_calls && any == (n_calls > 0), "%s: %zu calls, want %zu", label, n, n_calls);
+    tokd_toolcall_events_free(&ev);
+    tokd_toolcall_parser_free(p);
+    tokd_buf_free(&got);
+    /* the same text ended normally: an open block that parses counts, one that does not is content */
+    tokd_toolcall_result r;
+    tokd_toolcall_parse(fmt, 7, text, strlen(text), &r);
+    CHECK(r.n_calls == n_calls + open_parses, "%s, not cut: %zu calls", label, r.n_calls);
+    tokd_toolcall_result_free(&r);
+}
+
+/* A call still open when max_tokens cuts the output is neither a call nor content. */
+static void test_cut(void) {
+    const char *done = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n";
+    char text[256];
+    snprintf(text, sizeof text, "Sure.\n%s<tool_call>\n{\"name\": \"f\", \"argum", done);
+    check_cut("hermes, cut in the 2nd call", TOKD_TOOLCALL_HERMES, text, "Sure.", 1, false);
+    snprintf(text, sizeof text, "%s<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 2}}", done);
+    check_cut("hermes, cut before the end marker", TOKD_TOOLCALL_HERMES, text, "", 1, true);
+    check_cut("hermes, cut in the first", TOKD_TOOLCALL_HERMES, "Hi <tool_call>{\"na", "Hi", 0, false);
+    check_cut("hermes, no call", TOKD_TOOLCALL_HERMES, "just text, cut", "just text, cut", 0, false);
+    check_cut("functionary, cut in a call", TOKD_TOOLCALL_FUNCTIONARY, "<function=f>{\"a\": ", "", 0, false);
+    /* a bare '{' cannot be told from content: it stays content */
+    check_cut("llama3, bare JSON cut", TOKD_TOOLCALL_LLAMA3, "{\"name\": \"f\", \"par", "{\"name\": \"f\", \"par", 0, false);
+}
+
 int main(void) {
+    test_cut();
     test_hermes();
     test_phi4_nemotron();
     test_llama3();

@@ -66,6 +66,7 @@ struct tokd_toolcall_parser {
     bool at_start;          /* nothing but whitespace so far */
     bool after_call;        /* only whitespace since the last call (bare JSON: and ';', dropped) */
     bool finished;
+    bool marked;            /* the open block began with a start marker (not a bare '{') */
     size_t body_off;        /* where the body starts in pend */
     size_t name_off, name_len, scan; /* head: the name; head/body: where to resume scanning */
     bool in_call_id;        /* Mistral [CALL_ID]: reading the id, the name is known */
@@ -330,8 +331,10 @@ static void release(tokd_toolcall_parser *p, tokd_toolcall_events *ev, size_t n)
     p->after_call = false;
 }
 
-/* A block starts at offset 0 (perhaps with whitespace before its marker); its body at body_off. */
-static void begin_block(tokd_toolcall_parser *p, size_t body_off) {
+/* A block starts at offset 0 (perhaps with whitespace before its marker); its body at body_off.
+ * marked: it opened with a start marker (else with a bare '{'). */
+static void begin_block(tokd_toolcall_parser *p, size_t body_off, bool marked) {
+    p->marked = marked;
     p->body_off = p->scan = body_off;
     p->name_off = p->name_len = 0;
     p->in_call_id = false;
@@ -375,7 +378,7 @@ static bool step_text(tokd_toolcall_parser *p, tokd_toolcall_events *ev, bool eo
     size_t n = p->pend.len, ws_from = 0;
     for (size_t i = 0; i < n; i++) {
         if (p->spec->bare_json && s[i] == '{' && (p->at_start || p->after_call) && ws_from == 0) {
-            begin_block(p, 0); /* the JSON scan skips the whitespace */
+            begin_block(p, 0, false); /* the JSON scan skips the whitespace */
             return true;
         }
         int which, r = tokd_scan_markers(s + i, n - i, p->markers, &which);
@@ -387,7 +390,7 @@ static bool step_text(tokd_toolcall_parser *p, tokd_toolcall_events *ev, bool eo
             size_t ml = strlen(p->markers[which]);
             release(p, ev, ws_from);
             /* The whitespace before goes with the block: dropped if it is a call, kept if not. */
-            if (which < p->n_starts) begin_block(p, i - ws_from + ml);
+            if (which < p->n_starts) begin_block(p, i - ws_from + ml, true);
             else consume(p, i - ws_from + ml);
             return true;
         }
@@ -545,6 +548,23 @@ bool tokd_toolcall_finish(tokd_toolcall_parser *p, tokd_toolcall_events *ev) {
     events_begin(ev);
     size_t first = p->n_calls;
     if (!p->finished) run(p, ev, true);
+    p->finished = true;
+    events_end(p, ev, first);
+    return p->n_calls > 0;
+}
+
+bool tokd_toolcall_finish_cut(tokd_toolcall_parser *p, tokd_toolcall_events *ev) {
+    events_begin(ev);
+    size_t first = p->n_calls;
+    if (!p->finished) {
+        run(p, ev, false);
+        if (p->st != ST_TEXT && p->marked) { /* the open block is all of pend */
+            p->pend.len = 0;
+            p->pend.data[0] = 0;
+            p->st = ST_TEXT;
+        }
+        run(p, ev, true);
+    }
     p->finished = true;
     events_end(p, ev, first);
     return p->n_calls > 0;

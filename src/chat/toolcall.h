@@ -32,12 +32,14 @@
  * Feeding the text in any pieces gives the same content (concatenated) and the same calls as
  * feeding it at once: every decision depends only on bytes already seen, never on where the
  * pieces were cut. A block that does not parse (bad JSON, no name) is returned as content,
- * markers included. A block still open when the output ends counts if its body parses.
+ * markers included. A block still open when the output ends counts if its body parses, unless
+ * the output was cut short (tokd_toolcall_finish_cut: then it is dropped).
  *
  * Special tokens: the markers must appear in the text, so the caller must detokenize with
  * special tokens rendered (at least those of the markers). Ids are "call_" + 24 letters or
- * digits (9 for MISTRAL, whose templates require that length), derived from the caller's seed
- * and the call's index, so that tests are deterministic. */
+ * digits (9 for MISTRAL, whose templates require that length), derived from the caller's id
+ * seed and the call's index, so that tests are deterministic; a caller that needs ids unique
+ * across requests (the server) gives every parser its own seed. */
 #ifndef TOKD_TOOLCALL_H
 #define TOKD_TOOLCALL_H
 
@@ -92,6 +94,12 @@ void tokd_toolcall_push(tokd_toolcall_parser *p, const char *text, size_t len, t
 /* The output ended: release what was held. Returns true when any call was made (the caller
  * then answers with finish_reason "tool_calls"). Further pushes are ignored. */
 bool tokd_toolcall_finish(tokd_toolcall_parser *p, tokd_toolcall_events *ev);
+/* The output was cut short (max_tokens, the context): like finish, except that a block still
+ * open after its start marker is dropped, neither a call (its arguments may be a prefix of
+ * what the model meant) nor content (it is half-written markup). Calls completed before the
+ * cut stay. A bare-JSON opening (LLAMA3) cannot be told from content and stays content.
+ * The caller answers finish_reason "length" either way. */
+bool tokd_toolcall_finish_cut(tokd_toolcall_parser *p, tokd_toolcall_events *ev);
 /* Every call made so far, in order (valid until the next push/finish/free). */
 const tokd_toolcall_call *tokd_toolcall_calls(const tokd_toolcall_parser *p, size_t *n);
 

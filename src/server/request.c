@@ -61,6 +61,22 @@ int tokd_req_get_bool(const cJSON *root, const char *k, bool *out, tokd_req_err 
     return 1;
 }
 
+/* Whether the -100 biases (bans) cover all n_vocab tokens (keys may name a token twice: "5", "05"). */
+static bool bans_every_token(const tokd_logit_bias *b, int n, int32_t n_vocab) {
+    int n_banned = 0;
+    for (int i = 0; i < n; i++) n_banned += b[i].bias == -INFINITY;
+    if (n_banned < n_vocab) return false;
+    bool *seen = tokd_xcalloc((size_t)n_vocab, sizeof *seen);
+    int32_t distinct = 0;
+    for (int i = 0; i < n; i++) {
+        if (b[i].bias != -INFINITY || seen[b[i].token]) continue;
+        seen[b[i].token] = true;
+        distinct++;
+    }
+    free(seen);
+    return distinct == n_vocab;
+}
+
 static int check_utf8(const char *s, const char *param, tokd_req_err *pe) {
     if (!tokd_utf8_valid(s, strlen(s))) return fail(pe, 400, param, "'%s' is not valid UTF-8", param);
     return 0;
@@ -414,6 +430,8 @@ static int parse_constraints(tokd_gen_opts *o, const cJSON *root, tokd_req_err *
     if (present(gr)) {
         if (!cJSON_IsString(gr)) return fail(pe, 400, "grammar", "'grammar' must be a string (GBNF-style grammar text)");
         if (o->grammar) return fail(pe, 400, "grammar", "'grammar' cannot be combined with a forced tool call");
+        if (!gr->valuestring[strspn(gr->valuestring, " \t\r\n")])
+            return fail(pe, 400, "grammar", "'grammar' is empty (give GBNF-style text with a root rule, or leave it out)");
         o->grammar = tokd_grammar_parse(gr->valuestring, strlen(gr->valuestring), &err);
         if (!o->grammar) return fail(pe, 400, "grammar", "%s", err.msg);
     }
@@ -495,11 +513,10 @@ int tokd_gen_opts_parse(const tokd_req_ctx *s, const cJSON *root, bool chat, tok
     double d;
     int64_t v;
     int r;
-    if ((r = get_int(root, "max_tokens", 0, 1e9, &v, pe)) < 0) return -1;
+    if ((r = get_int(root, "max_tokens", 1, 1e9, &v, pe)) < 0) return -1;
     if (r) o->max_tokens = v;
-    if ((r = get_int(root, "max_completion_tokens", 0, 1e9, &v, pe)) < 0) return -1;
+    if ((r = get_int(root, "max_completion_tokens", 1, 1e9, &v, pe)) < 0) return -1;
     if (r) o->max_tokens = v;
-    if (o->max_tokens == 0) return fail(pe, 400, "max_tokens", "'max_tokens' must be at least 1");
     if ((r = get_num(root, "temperature", 0, 2, &d, pe)) < 0) return -1;
     if (r) o->sp.temperature = (float)d;
     if ((r = get_num(root, "top_p", 0, 1, &d, pe)) < 0) return -1;
@@ -559,6 +576,9 @@ int tokd_gen_opts_parse(const tokd_req_ctx *s, const cJSON *root, bool chat, tok
             o->bias[o->sp.n_logit_bias++].bias = x->valuedouble <= -100 ? -INFINITY : (float)x->valuedouble;
         }
         o->sp.logit_bias = o->bias;
+        if (bans_every_token(o->bias, o->sp.n_logit_bias, s->m->hp.n_vocab))
+            return fail(pe, 400, "logit_bias", "'logit_bias' bans every token of the vocabulary (-100 on all %d): nothing could be generated",
+                        s->m->hp.n_vocab);
     }
     if (chat) {
         bool lp = false;
@@ -579,5 +599,48 @@ int tokd_gen_opts_parse(const tokd_req_ctx *s, const cJSON *root, bool chat, tok
     if ((int64_t)o->n_prompts * o->n > s->max_choices)
         return fail(pe, 400, "n", "prompts x n is %lld, at most %d choices per request", (long long)o->n_prompts * o->n,
                     s->max_choices);
+    return 0;
+}
+
+/* ---- NUL characters ---------------------------------------------------------------------- */
+
+/* s[i] opens a JSON string: the index of its closing quote (or n); *nul when it holds a \u0000
+ * escape or a raw NUL byte (invalid JSON that cJSON takes). Each backslash takes the byte after
+ * it along, so "\\u0000" (an escaped backslash, then text) is not one. */
+static size_t scan_string(const char *s, size_t n, size_t i, bool *nul) {
+    for (i++; i < n && s[i] != '"'; i++) {
+        if (s[i] == 0) *nul = true;
+        if (s[i] != '\\') continue;
+        if (n - i >= 6 && !memcmp(s + i + 1, "u0000", 5)) *nul = true;
+        i++;
+    }
+    return i;
+}
+
+static bool key_follows(const char *s, size_t n, size_t i) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
+    return i < n && s[i] == ':';
+}
+
+int tokd_req_find_nul(const char *body, size_t len, char *field, size_t cap) {
+    size_t key_at = 0, key_len = 0;
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = body[i];
+        if (ch == '{' || ch == '[') depth++;
+        else if (ch == '}' || ch == ']') depth--;
+        if (ch != '"') continue;
+        bool nul = false;
+        size_t end = scan_string(body, len, i, &nul);
+        if (depth == 1 && key_follows(body, len, end + 1)) { /* a top-level key */
+            key_at = i + 1;
+            key_len = end - i - 1;
+        }
+        if (nul) {
+            if (cap) snprintf(field, cap, "%.*s", (int)(key_len < cap ? key_len : cap - 1), body + key_at);
+            return 1;
+        }
+        i = end;
+    }
     return 0;
 }

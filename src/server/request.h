@@ -69,4 +69,11 @@ void tokd_gen_opts_free(tokd_gen_opts *o);
  * it is not a boolean. */
 int tokd_req_get_bool(const cJSON *root, const char *k, bool *out, tokd_req_err *pe);
 
+/* cJSON keeps strings as C strings, so a \u0000 escape would silently cut one short (a
+ * prompt, a message, a stop string): such bodies are refused instead. body must be one that
+ * cJSON parsed. Returns 1 when a string (a key or a value) holds a \u0000 escape or a raw NUL
+ * byte (which cJSON takes though JSON does not), with the top-level key it lies under (or
+ * that it is) in field (cap bytes, "" for none), else 0. */
+int tokd_req_find_nul(const char *body, size_t len, char *field, size_t cap);
+
 #endif

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,9 @@ typedef struct {
     atomic_ullong codes[N_CODES];
     atomic_ullong n_disconnects;
     atomic_ullong next_job;
+    atomic_ullong next_calls; /* tool-call id seeds: a counter mixed with call_salt */
+    uint64_t call_salt;       /* random per process */
+    atomic_int stopping;      /* the daemon is closing the connections itself */
     /* chat: the model's template (or ChatML) and the output formats it implies */
     tokd_chat_template *tpl;
     tokd_toolcall_format tool_fmt;
@@ -78,6 +82,7 @@ typedef struct ev_rec {
     char *text;
     size_t len;
     int32_t token;
+    size_t text_pos; /* where the token's text starts in the choice's output */
     bool has_lp;
     float logprob;
     int n_top;
@@ -86,6 +91,7 @@ typedef struct ev_rec {
     tokd_finish finish;
     tokd_usage usage;
     char *error;
+    bool bad_request; /* the error is the request's own: a 400 */
 } ev_rec;
 
 typedef struct job job;
@@ -111,6 +117,9 @@ struct job {
     long created;
     struct MHD_Connection *conn;
     /* connection side */
+    double next_check;       /* when to look again whether the client hung up (tokd_now) */
+    bool disconnected;       /* it did: counted once in tokd_client_disconnects_total */
+    bool ended;              /* streaming: the end of the stream was handed to the server */
     tokd_buf out;
     size_t out_off;
     bool finished, role_sent_all;
@@ -119,9 +128,8 @@ struct job {
     const char **finish;
     tokd_usage *usage;
     cJSON **lps; /* per choice: chat content array / completions logprobs object */
-    size_t *text_off;
     char error[512];
-    bool any_error;
+    bool any_error, error_is_request; /* error_is_request: the request's own fault (400) */
     /* chat output parsing, per choice (NULL when off) and the request's grammar */
     tokd_grammar *grammar;
     tokd_reasoning_parser **rp;
@@ -161,7 +169,6 @@ static void job_release(job *j) {
     free(j->finish);
     free(j->usage);
     free(j->lps);
-    free(j->text_off);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -184,7 +191,6 @@ static job *job_new(server *s, int n_choices, bool chat) {
     j->finish = tokd_xcalloc((size_t)n_choices, sizeof *j->finish);
     j->usage = tokd_xcalloc((size_t)n_choices, sizeof *j->usage);
     j->lps = tokd_xcalloc((size_t)n_choices, sizeof *j->lps);
-    j->text_off = tokd_xcalloc((size_t)n_choices, sizeof *j->text_off);
     j->rp = tokd_xcalloc((size_t)n_choices, sizeof *j->rp);
     j->tp = tokd_xcalloc((size_t)n_choices, sizeof *j->tp);
     j->reasoning = tokd_xcalloc((size_t)n_choices, sizeof *j->reasoning);
@@ -208,6 +214,7 @@ static void on_event(void *ud, const tokd_event *ev) {
         r->len = ev->len;
     }
     r->token = ev->token;
+    r->text_pos = ev->text_pos;
     if (ev->kind == TOKD_EV_TOKEN && ev->sample) {
         r->has_lp = true;
         r->logprob = ev->sample->logprob;
@@ -219,6 +226,7 @@ static void on_event(void *ud, const tokd_event *ev) {
         r->finish = ev->finish;
         r->usage = *ev->usage;
         if (ev->error) r->error = tokd_xstrdup(ev->error);
+        r->bad_request = ev->bad_request;
     }
     pthread_mutex_lock(&j->mu);
     if (j->tail) j->tail->next = r;
@@ -233,6 +241,13 @@ static void on_event(void *ud, const tokd_event *ev) {
 static void job_cancel(job *j) {
     for (int i = 0; i < j->n_choices; i++)
         if (j->submitted[i]) tokd_engine_cancel(j->s->e, j->ids[i]);
+}
+
+/* The client hung up: cancel its engine requests, and count it (once). */
+static void job_disconnected(job *j) {
+    job_cancel(j);
+    if (!j->disconnected) atomic_fetch_add(&j->s->n_disconnects, 1);
+    j->disconnected = true;
 }
 
 static bool client_gone(struct MHD_Connection *c) {
@@ -395,7 +410,7 @@ static void lp_add(job *j, int choice, const ev_rec *r) {
             free(tt);
         }
         cJSON_AddItemToArray(cJSON_GetObjectItem(o, "top_logprobs"), top);
-        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "text_offset"), cJSON_CreateNumber((double)j->text_off[choice]));
+        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "text_offset"), cJSON_CreateNumber((double)r->text_pos));
     }
     free(t);
 }
@@ -499,8 +514,9 @@ static void add_call_deltas(const job *j, chat_out *co, const tokd_toolcall_even
 }
 
 /* Feed generated text of one choice through its parsers (reasoning first, then tool calls);
- * end: the output is over, release what they hold. */
-static void chat_feed(job *j, int c, const char *text, size_t len, bool end, chat_out *co) {
+ * end: the output is over, release what they hold; cut: it was cut short (max_tokens, context),
+ * so a tool call still being written is dropped, not returned as a call or as content. */
+static void chat_feed(job *j, int c, const char *text, size_t len, bool end, bool cut, chat_out *co) {
     tokd_buf mid = {0};
     if (j->rp[c]) {
         tokd_reasoning_events ev = {0};
@@ -526,7 +542,8 @@ static void chat_feed(job *j, int c, const char *text, size_t len, bool end, cha
             add_call_deltas(j, co, &ev);
         }
         if (end) {
-            tokd_toolcall_finish(j->tp[c], &ev);
+            if (cut) tokd_toolcall_finish_cut(j->tp[c], &ev);
+            else tokd_toolcall_finish(j->tp[c], &ev);
             tokd_buf_append(&co->content, ev.content.data, ev.content.len);
             add_call_deltas(j, co, &ev);
         }
@@ -567,6 +584,15 @@ static void chat_chunk(job *j, int c, chat_out *co, const char *finish) {
     sse(j, o);
 }
 
+/* finish_reason of a choice whose DONE event is r: "length" whenever the output was cut, even
+ * after complete tool calls (as OpenAI answers); "tool_calls" when it ended with calls. */
+static const char *finish_of(job *j, int c, const ev_rec *r) {
+    if (r->status == TOKD_REQ_CANCELLED) return "cancelled";
+    if (r->status != TOKD_REQ_OK) return "error";
+    const char *f = finish_openai(r->finish);
+    return strcmp(f, "length") && n_calls_of(j, c) ? "tool_calls" : f;
+}
+
 /* Handle popped events (connection thread). */
 static void process(job *j, ev_rec *list) {
     for (ev_rec *r = list, *n; r; r = n) {
@@ -578,16 +604,17 @@ static void process(job *j, ev_rec *list) {
             stream_chunk(j, c, "", 0, true, NULL, false);
         }
         bool ok_done = r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_OK;
+        bool cut = ok_done && !strcmp(finish_openai(r->finish), "length");
         chat_out co = {0};
-        if (j->chat) chat_feed(j, c, r->text ? r->text : "", r->len, ok_done, &co);
+        if (j->chat) chat_feed(j, c, r->text ? r->text : "", r->len, ok_done, cut, &co);
         if (r->kind == TOKD_EV_DONE) {
             j->usage[c] = r->usage;
             if (r->status == TOKD_REQ_ERROR) {
                 j->any_error = true;
+                j->error_is_request = r->bad_request;
                 snprintf(j->error, sizeof j->error, "%s", r->error ? r->error : "internal error");
             }
-            j->finish[c] = r->status == TOKD_REQ_OK ? (n_calls_of(j, c) ? "tool_calls" : finish_openai(r->finish))
-                           : (r->status == TOKD_REQ_CANCELLED ? "cancelled" : "error");
+            j->finish[c] = finish_of(j, c, r);
         }
         if (j->stream && j->chat) {
             if (co.content.len || co.reasoning.len || co.calls || (r->kind == TOKD_EV_TOKEN && j->lps[c])) chat_chunk(j, c, &co, NULL);
@@ -603,11 +630,10 @@ static void process(job *j, ev_rec *list) {
             tokd_buf_append(&j->texts[c], r->text, r->len);
         }
         if (j->stream && r->kind == TOKD_EV_DONE && r->status == TOKD_REQ_ERROR) {
-            cJSON *e = error_obj(j->error, "server_error", NULL, NULL);
+            cJSON *e = error_obj(j->error, r->bad_request ? "invalid_request_error" : "server_error", NULL, NULL);
             sse(j, e);
         }
         chat_out_free(&co);
-        j->text_off[c] += r->len;
         free(r->text);
         free(r->error);
         free(r);
@@ -620,27 +646,39 @@ static ev_rec *pop_all(job *j) {
     return l;
 }
 
-/* Wait for events or completion; false when the client went away. */
+#define CHECK_S 0.05 /* how often a waiting request looks whether its client hung up */
+
+/* Under j->mu: wait for a signal, at most until `until` (tokd_now's clock). */
+static void wait_until(job *j, double until) {
+    double left = until - tokd_now();
+    if (left <= 0) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(left * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+}
+
+/* Wait for events or completion; false when the client went away. Whether it did is checked
+ * every CHECK_S whatever happens, also while tokens keep arriving. */
 static bool wait_events(job *j, ev_rec **list, bool *all_done) {
-    pthread_mutex_lock(&j->mu);
-    while (!j->head && j->n_done < j->n_choices) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+    for (;;) {
+        double now = tokd_now();
+        if (now >= j->next_check) {
+            j->next_check = now + CHECK_S;
+            if (client_gone(j->conn)) return false;
         }
-        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-        if (!j->head && j->n_done < j->n_choices && client_gone(j->conn)) {
-            pthread_mutex_unlock(&j->mu);
-            return false;
+        pthread_mutex_lock(&j->mu);
+        if (!j->head && j->n_done < j->n_choices) wait_until(j, j->next_check);
+        bool ready = j->head || j->n_done == j->n_choices;
+        if (ready) {
+            *list = pop_all(j);
+            *all_done = j->n_done == j->n_choices;
         }
+        pthread_mutex_unlock(&j->mu);
+        if (ready) return true;
     }
-    *list = pop_all(j);
-    *all_done = j->n_done == j->n_choices;
-    pthread_mutex_unlock(&j->mu);
-    return true;
 }
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -655,12 +693,14 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         tokd_buf_clear(&j->out);
         j->out_off = 0;
-        if (j->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (j->finished) {
+            j->ended = true;
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         ev_rec *list = NULL;
         bool done = false;
         if (!wait_events(j, &list, &done)) {
-            job_cancel(j);
-            atomic_fetch_add(&j->s->n_disconnects, 1);
+            job_disconnected(j);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         process(j, list);
@@ -678,8 +718,11 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     }
 }
 
+/* The stream is over. Before its end it is over because the client hung up (MHD saw a write
+ * fail, or wait_events saw the socket closed), unless the server is closing connections itself. */
 static void stream_free(void *cls) {
     job *j = cls;
+    if (!j->ended && !atomic_load(&j->s->stopping)) job_disconnected(j);
     job_cancel(j); /* no effect on finished requests; frees the sequences of a client that left */
     job_release(j);
 }
@@ -733,6 +776,24 @@ static cJSON *final_response(job *j) {
 
 /* ---- endpoints --------------------------------------------------------------------------- */
 
+/* A random value for this process (the clock and pid when the kernel gives none). */
+static uint64_t process_salt(void) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v)
+        v = (uint64_t)(tokd_now() * 1e9) ^ ((uint64_t)getpid() << 40);
+    return v;
+}
+
+/* The id seed of one choice's tool-call parser: distinct for every choice the process serves
+ * (a counter), and unpredictable across processes (the salt), so that ids never repeat even
+ * when two requests give the same sampling seed. The parser hashes it into the ids. */
+static uint64_t call_id_seed(server *s) {
+    uint64_t z = s->call_salt + atomic_fetch_add(&s->next_calls, 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull; /* a bijection: distinct counters, distinct seeds */
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSON *root, bool chat) {
     const tokd_req_ctx ctx = {s->m, s->tpl, s->tool_fmt, s->p.model_id, s->p.max_choices,
                               (uint64_t)time(NULL) ^ ((uint64_t)atomic_load(&s->next_job) << 32)};
@@ -747,6 +808,13 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
         return send_error(s, c, 503, "the server is shutting down", NULL, NULL);
     }
     int n_choices = (int)(o.n_prompts * o.n);
+    if (n_choices > tokd_engine_capacity(s->e)) {
+        tokd_gen_opts_free(&o);
+        char msg[160];
+        snprintf(msg, sizeof msg, "%d choices (prompts x n) can never be served: this server holds at most %d requests at once",
+                 n_choices, (int)tokd_engine_capacity(s->e));
+        return send_error(s, c, 400, msg, "n", NULL);
+    }
     job *j = job_new(s, n_choices, chat);
     j->n = (int)o.n;
     j->n_prompts = o.n_prompts;
@@ -760,7 +828,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
                      tokd_reasoning_prompt_opens(s->reason_fmt, o.prompt_text, strlen(o.prompt_text));
         for (int i = 0; i < n_choices; i++) {
             if (s->reason_fmt != TOKD_REASONING_NONE) j->rp[i] = tokd_reasoning_parser_new(s->reason_fmt, opens);
-            if (o.parse_tools) j->tp[i] = tokd_toolcall_parser_new(s->tool_fmt, o.sp.seed * 31u + (uint64_t)i);
+            if (o.parse_tools) j->tp[i] = tokd_toolcall_parser_new(s->tool_fmt, call_id_seed(s));
         }
     }
     j->n_lp = o.n_lp;
@@ -800,7 +868,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
             job_release(j);
             tokd_gen_opts_free(&o);
             int status = rc == TOKD_ENGINE_EBUSY ? 429 : rc == TOKD_ENGINE_ESTOPPED ? 503 : 400;
-            return send_error(s, c, status, err.msg, rc == TOKD_ENGINE_ETOOBIG ? "messages" : NULL,
+            return send_error(s, c, status, err.msg, rc == TOKD_ENGINE_ETOOBIG ? (chat ? "messages" : "prompt") : NULL,
                               rc == TOKD_ENGINE_ETOOBIG ? "context_length_exceeded" : NULL);
         }
         j->submitted[i] = true;
@@ -809,6 +877,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
     if (j->stream) {
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, j, stream_free);
         if (!r) {
+            j->ended = true; /* never started: not a disconnect */
             stream_free(j);
             return MHD_NO;
         }
@@ -823,16 +892,15 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
         ev_rec *list = NULL;
         bool done = false;
         if (!wait_events(j, &list, &done)) {
-            job_cancel(j);
+            job_disconnected(j);
             job_release(j);
-            atomic_fetch_add(&s->n_disconnects, 1);
             return MHD_NO;
         }
         process(j, list);
         if (done) break;
     }
     enum MHD_Result rc;
-    if (j->any_error) rc = send_error(s, c, 500, j->error, NULL, NULL);
+    if (j->any_error) rc = send_error(s, c, j->error_is_request ? 400 : 500, j->error, NULL, NULL);
     else rc = send_json(s, c, 200, final_response(j));
     job_release(j);
     return rc;
@@ -974,6 +1042,13 @@ static enum MHD_Result route(server *s, struct MHD_Connection *c, const char *ur
         cJSON_Delete(root);
         return send_error(s, c, 400, "the request body must be a JSON object", NULL, NULL);
     }
+    char field[64];
+    if (tokd_req_find_nul(cs->body.data, cs->body.len, field, sizeof field)) {
+        cJSON_Delete(root);
+        char msg[160];
+        snprintf(msg, sizeof msg, "'%s' contains a NUL character (\\u0000), which is not supported", field);
+        return send_error(s, c, 400, msg, field, NULL);
+    }
     enum MHD_Result rc;
     if (!strcmp(url, "/tokenize")) rc = handle_tokenize(s, c, root);
     else if (!strcmp(url, "/detokenize")) rc = handle_detokenize(s, c, root);
@@ -1097,6 +1172,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
     s->m = tokd_engine_model(e);
     s->p = *p;
     atomic_init(&s->next_job, 1);
+    s->call_salt = process_salt();
     if (setup_chat(s, err)) {
         free(s);
         return -1;
@@ -1138,6 +1214,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
     }
+    atomic_store(&s->stopping, 1);
     MHD_stop_daemon(s->d); /* ends connections; their jobs cancel their requests */
     tokd_chat_template_free(s->tpl);
     free(s);

@@ -5,8 +5,13 @@
  * POST /tokenize, POST /detokenize.
  *
  * Status codes: 200; 400 malformed JSON, wrong types, out-of-range values, invalid UTF-8,
- * prompt past the context (the message names both numbers); 401 missing or wrong key
- * when an API key is set (everything but /health and /metrics; compared in constant
+ * a \u0000 escape in any string of the body (cJSON keeps C strings, so it would silently cut
+ * the text; the error names the top-level field), prompt past the context (the message names
+ * both numbers), more choices (prompts x n) than the engine holds at once (--max-seqs +
+ * --max-queue: a 429 would never clear), logit_bias banning every token, and a grammar that
+ * no allowed token can continue (found while generating: then the request ends with a 400
+ * invalid_request_error, or that error object as the stream's last event); 401 missing
+ * or wrong key when an API key is set (everything but /health and /metrics; compared in constant
  * time); 404 unknown route or model; 405 wrong method on a known route; 413 body over
  * the limit; 429 with Retry-After when the engine's queue is full; 503 with Retry-After
  * while shutting down. A client that sends its body slower than the timeout has its
@@ -34,6 +39,11 @@
  * The chat output goes through the reasoning parser (-> `reasoning_content`, also as
  * `delta.reasoning_content`) and then, when tool calls are enabled, through the tool-call
  * parser (-> `tool_calls` with finish_reason "tool_calls"; streamed as one delta per call).
+ * Output cut short (max_tokens, the context) answers finish_reason "length" even when it holds
+ * calls, as OpenAI does: the calls completed before the cut are kept, a call still being
+ * written is dropped (neither a call nor content: toolcall.h). Tool-call ids are unique for
+ * the server process (a counter and a per-process random value; never derived from `seed`),
+ * and everything else in the answer stays deterministic under a seed.
  * Detokenization renders special tokens while tool calls are parsed (markers may be special).
  * tool_choice: "auto" (default with tools) parses calls; "none" still renders the tools but
  * parses nothing; "required" and {"type":"function","function":{"name"}} force one call with a
@@ -46,12 +56,19 @@
  * Constrained output (both endpoints): `response_format` {"type":"json_object"} or
  * {"type":"json_schema","json_schema":{"schema":{...}}}, or `grammar` (GBNF-style text,
  * grammar.h); at most one, and none with a forced tool call. Each sequence gets its own
- * matcher state in the engine; a bad grammar or schema is a 400 naming the problem; a
- * grammar the vocabulary cannot complete ends the request with an error, never a crash.
+ * matcher state in the engine; a bad grammar or schema (or an empty `grammar`) is a 400
+ * naming the problem; a grammar the vocabulary cannot complete ends the request with a 400
+ * (see above), never a crash.
+ *
+ * /v1/completions logprobs: text_offset is each token's byte offset in the returned text
+ * (text a stop string holds back counts, so the offsets never lag behind the tokens).
  *
  * Threads: one per connection (libmicrohttpd's thread-per-connection mode); a request
  * thread waits for the engine's events, and checks every 50 ms whether its client has
- * hung up, cancelling the engine requests when it has. */
+ * hung up (also while tokens keep arriving), cancelling the engine requests when it has.
+ * Every request whose client hangs up before the end of its answer is counted once in
+ * tokd_client_disconnects_total, also a stream whose hang-up libmicrohttpd sees first (a
+ * failed write); connections the server itself closes at shutdown are not. */
 #ifndef TOKD_SERVER_H
 #define TOKD_SERVER_H
 
