@@ -1,8 +1,11 @@
-/* test_grammar.c — grammar parser errors, matcher cases, JSON Schema translation, the token
+/* test_grammar.c — grammar parser errors, matcher cases, JSON Schema translation (valid and
+ * violating texts per schema, refusals by name, number bounds against exact arithmetic), the token
  * mask against brute force on real vocabularies, and the acceptance test: random-weight
  * models generating under JSON schemas always produce valid JSON. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "generate.h"
@@ -163,8 +166,8 @@ static void test_schema(void) {
          {"\"blue\"", "43", "\"Red\""}},
         {"{\"const\":\"a\\\"b\"}", {"\"a\\\"b\""}, {"\"ab\"", "\"a\"b\""}},
         {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
-         {"\"ab\"", "\"abc\"", "\"\\n\\t\"", "\"\xc3\xa9\xc3\xa9\""},
-         {"\"a\"", "\"abcd\"", "\"a\nb\"", "\"\\x\""}},
+         {"\"ab\"", "\"abc\"", "\"\\n\\t\"", "\"\xc3\xa9\xc3\xa9\"", "\"\\u00e9x\""},
+         {"\"a\"", "\"abcd\"", "\"a\nb\"", "\"\\x\"", "\"\\ud83d\\ude00\""}}, /* a surrogate pair is one code point */
         {"{\"type\":\"integer\",\"minimum\":-12,\"maximum\":305}",
          {"-12", "0", "9", "305", "299", "-1"},
          {"-13", "306", "400", "-0", "1000", "01"}},
@@ -179,10 +182,10 @@ static void test_schema(void) {
          "\"required\":[\"v\",\"next\"]}}}",
          {"{\"v\":1,\"next\":null}", "{\"v\":1,\"next\":{\"v\":2,\"next\":null}}"},
          {"{\"v\":1}", "{\"v\":1,\"next\":{\"v\":2}}"}},
-        /* extra keys come after the listed ones (a repeated listed key is not excluded) */
+        /* extra keys come after the listed ones, never repeat one (not even spelt with escapes) */
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":true}",
-         {"{\"a\":1,\"zz\":[1,{\"q\":null}]}", "{}", "{\"b\":2}"},
-         {"{\"a\":1,\"b\":}", "{\"b\":1,\"a\":}"}},
+         {"{\"a\":1,\"zz\":[1,{\"q\":null}]}", "{}", "{\"b\":2}", "{\"ab\":\"x\",\"\":1}"},
+         {"{\"a\":1,\"b\":}", "{\"b\":1,\"a\":}", "{\"a\":1,\"a\":\"x\"}", "{\"a\":\"x\"}", "{\"\\u0061\":\"x\"}"}},
         {"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}",
          {"{}", "{\"p\":1,\"q\":2}"},
          {"{\"p\":\"s\"}"}},
@@ -190,6 +193,77 @@ static void test_schema(void) {
          {"[]", "[1]", "[1,\"a\"]"},
          {"[\"a\"]", "[1,\"a\",2]"}},
         {"{}", {"1", "{\"a\":[true,false,null]}", "\"s\""}, {"", "tru"}},
+        /* required keys outside properties are written, under additionalProperties */
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"const\":1}},\"required\":[\"a\",\"k\"],"
+         "\"additionalProperties\":{\"type\":\"null\"}}",
+         {"{\"a\":1,\"k\":null}", "{\"a\":1,\"k\":null,\"z\":null}"},
+         {"{\"a\":1}", "{\"a\":1,\"k\":1}", "{\"a\":1,\"z\":null}", "{\"a\":1,\"k\":null,\"a\":2}",
+          "{\"a\":1,\"k\":null,\"z\":2}"}},
+        /* keys outside the BMP or needing escapes are excluded from the extra keys too */
+        {"{\"type\":\"object\",\"properties\":{\"\\udbff\\udfff\":{\"const\":1},\"a\\u0001\":{\"const\":2}},"
+         "\"additionalProperties\":{\"type\":\"null\"}}",
+         {"{\"\xf4\x8f\xbf\xbf\":1}", "{\"b\":null}", "{\"a\\u0001\":2,\"a\":null}"},
+         {"{\"\xf4\x8f\xbf\xbf\":null}", "{\"b\":1}"}},
+        {"{\"type\":\"object\",\"required\":[\"x\"]}", {"{\"x\":[1]}", "{\"x\":1,\"y\":2}"}, {"{}", "{\"y\":2}", "[]"}},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"k\"]}",
+         {"{\"k\":\"v\"}", "{\"a\":2,\"k\":{}}"}, {"{\"a\":2}", "{\"a\":2,\"k\":1,\"q\":1}"}},
+        /* prefixItems under maxItems / minItems; the tuple form of items */
+        {"{\"type\":\"array\",\"prefixItems\":[{\"const\":1},{\"const\":2},{\"const\":3}],\"maxItems\":1}",
+         {"[]", "[1]"}, {"[1,2]", "[1,2,3]", "[2]"}},
+        {"{\"type\":\"array\",\"prefixItems\":[{\"const\":1},{\"const\":2}],\"items\":{\"type\":\"null\"},"
+         "\"minItems\":3,\"maxItems\":4}",
+         {"[1,2,null]", "[1,2,null,null]"}, {"[1,2]", "[1]", "[1,2,null,null,null]", "[1,2,3]"}},
+        {"{\"type\":\"array\",\"items\":[{\"type\":\"string\"},{\"type\":\"null\"}],\"additionalItems\":false,\"minItems\":1}",
+         {"[\"a\"]", "[\"a\",null]"}, {"[]", "[null]", "[\"a\",null,null]"}},
+        /* enum and const keep only the values the other keywords admit */
+        {"{\"type\":\"integer\",\"enum\":[1,\"x\",2.5,7],\"maximum\":5}", {"1"}, {"\"x\"", "2.5", "7"}},
+        {"{\"type\":[\"string\",\"null\"],\"enum\":[\"ab\",\"abcd\",null,3],\"maxLength\":3}",
+         {"\"ab\"", "null"}, {"\"abcd\"", "3"}},
+        /* number bounds are exact */
+        {"{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":2.25}",
+         {"-1.5", "2.25", "0", "2.2499", "-1.499999", "1.250000"},
+         {"-1.51", "2.2500001", "2.26", "-50.6e-000", "3", "-2"}},
+        {"{\"type\":\"number\",\"minimum\":0.5,\"maximum\":0.75}", {"0.5", "0.75", "0.6", "0.500"},
+         {"5.5e-300", "0.4999", "0.7501", "1", "0", "0.05"}},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}", {"0.5", "0.000001", "0.999999"},
+         {"0", "1", "-0.1", "1.0", "0.0", "0.000"}},
+        {"{\"type\":\"number\",\"minimum\":2,\"exclusiveMinimum\":true}", {"2.01", "3000"}, {"2", "2.0", "1.99", "-3"}},
+        /* formats */
+        {"{\"type\":\"string\",\"format\":\"date\"}", {"\"2024-02-29\"", "\"2000-02-29\"", "\"1999-12-31\"", "\"0001-04-30\""},
+         {"\"2023-02-29\"", "\"1900-02-29\"", "\"2023-04-31\"", "\"0000-01-01\"", "\"2023-1-01\"", "\"2023-13-01\""}},
+        {"{\"type\":\"string\",\"format\":\"date-time\"}", {"\"2024-01-02T23:59:59Z\"", "\"2024-01-02T12:00:00.123+05:30\""},
+         {"\"2024-01-02T24:00:00Z\"", "\"2024-01-02T12:00:00\"", "\"2024-01-02 12:00:00Z\"", "\"2024-01-02T12:60:00Z\""}},
+        {"{\"type\":\"string\",\"format\":\"time\"}", {"\"00:00:00-08:00\""}, {"\"00:00:00\"", "\"0:00:00Z\""}},
+        {"{\"type\":\"string\",\"format\":\"uuid\"}", {"\"123e4567-e89b-12d3-a456-426614174000\""},
+         {"\"123e4567e89b12d3a456426614174000\"", "\"123e4567-e89b-12d3-a456-42661417400g\""}},
+        {"{\"type\":\"string\",\"format\":\"ipv4\"}", {"\"192.168.0.1\"", "\"0.0.0.0\""},
+         {"\"256.1.1.1\"", "\"01.1.1.1\"", "\"1.1.1\""}},
+        /* oneOf with exclusive alternatives: a discriminator property */
+        {"{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"a\"},\"x\":{\"type\":\"integer\"}},"
+         "\"required\":[\"kind\"]},{\"$ref\":\"#/$defs/b\"}],\"$defs\":{\"b\":{\"type\":\"object\",\"properties\":"
+         "{\"kind\":{\"enum\":[\"b\",\"c\"]}},\"required\":[\"kind\"]}}}",
+         {"{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"c\"}"}, {"{\"kind\":\"d\"}", "{\"kind\":\"b\",\"x\":1}"}},
+        /* keywords beside anyOf / $ref, and allOf's schemas, hold together */
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{}},\"anyOf\":[{\"required\":[\"a\"]},"
+         "{\"required\":[\"b\"]}]}",
+         {"{\"a\":1}", "{\"b\":\"x\"}", "{\"a\":1,\"b\":2}"}, {"{}", "{\"a\":\"x\"}", "[]"}},
+        {"{\"$ref\":\"#/$defs/s\",\"maxLength\":3,\"$defs\":{\"s\":{\"type\":\"string\",\"minLength\":1}}}",
+         {"\"abc\"", "\"a\""}, {"\"\"", "\"abcd\"", "1"}},
+        {"{\"allOf\":[{\"type\":\"integer\",\"minimum\":0},{\"maximum\":5},{\"exclusiveMaximum\":3}],\"title\":\"t\"}",
+         {"0", "2"}, {"-1", "3", "5"}},
+        {"{\"allOf\":[{\"type\":\"string\",\"maxLength\":4,\"minLength\":1},{\"type\":[\"string\",\"null\"],\"maxLength\":2}]}",
+         {"\"ab\"", "\"a\""}, {"\"abc\"", "\"\"", "null"}}, /* types intersected, the tighter bounds */
+        {"{\"type\":[\"number\",\"null\"],\"oneOf\":[{\"type\":\"integer\",\"minimum\":1},{\"type\":\"string\"}]}",
+         {"1", "7"}, {"1.5", "null", "\"s\"", "0"}},
+        /* a discriminated oneOf whose alternatives narrow properties given beside it */
+        {"{\"type\":\"object\",\"properties\":{\"kind\":{\"enum\":[\"a\",\"b\"]},\"x\":{\"type\":\"integer\"}},"
+         "\"required\":[\"kind\"],\"oneOf\":[{\"properties\":{\"kind\":{\"const\":\"a\"}},\"required\":[\"x\"]},"
+         "{\"properties\":{\"kind\":{\"const\":\"b\"}}}]}",
+         {"{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"b\"}", "{\"kind\":\"b\",\"x\":2}"},
+         {"{\"kind\":\"a\"}", "{\"kind\":\"c\"}", "{\"x\":1}", "{\"kind\":\"b\",\"x\":\"s\"}"}},
+        /* without type, the keywords pick it; annotations and unknown keywords are ignored */
+        {"{\"minLength\":2,\"title\":\"t\",\"x-vendor\":{\"pattern\":1}}", {"\"ab\""}, {"\"a\"", "\"\""}},
+        {"{\"maximum\":5,\"maxItems\":1}", {"5", "-1.5", "[]", "[{}]"}, {"6", "[1,2]", "5.000001"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cJSON *js = cJSON_Parse(cases[i].schema);
@@ -224,11 +298,102 @@ static void test_schema(void) {
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":4}", "integer range is empty"},
         {"{\"type\":\"string\",\"maxLength\":-1}", "non-negative integer"},
         {"{\"enum\":[]}", "enum must be a non-empty array"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"k\"],\"additionalProperties\":false}",
+         "required property 'k' is not among the properties"},
+        {"{\"type\":\"array\",\"prefixItems\":[{},{}],\"items\":false,\"minItems\":3}", "minItems above the items allowed"},
+        {"{\"type\":\"integer\",\"enum\":[\"x\",2.5]}", "no enum value satisfies"},
+        {"{\"type\":\"string\",\"const\":\"abcd\",\"maxLength\":3}", "const value does not satisfy"},
+        {"{\"const\":1,\"enum\":[2]}", "const value does not satisfy"},
+        {"{\"type\":\"number\",\"minimum\":5,\"maximum\":1}", "number range is empty"},
+        {"{\"type\":\"number\",\"minimum\":1,\"exclusiveMaximum\":1}", "number range is empty"},
+        {"{\"type\":\"number\",\"minimum\":0.1234567}", "more than 6 decimals"},
+        {"{\"type\":\"number\",\"exclusiveMinimum\":1e12}", "beyond 9 integer digits"},
+        {"{\"type\":\"integer\",\"minimum\":1e20}", "above 15 digits"},
+        {"{\"type\":\"string\",\"format\":\"email\"}", "format 'email' is not supported"},
+        {"{\"type\":\"string\",\"format\":\"date\",\"maxLength\":5}", "minLength/maxLength with format 'date'"},
+        {"{\"type\":\"integer\",\"multipleOf\":3}", "'multipleOf' is not supported"},
+        {"{\"type\":\"array\",\"uniqueItems\":true}", "'uniqueItems' is not supported"},
+        {"{\"type\":\"object\",\"minProperties\":1}", "'minProperties' is not supported"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{}},\"maxProperties\":0}", "'maxProperties' is not supported"},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}", "'oneOf' is supported only"},
+        {"{\"oneOf\":[{\"type\":\"object\"},{\"type\":\"object\",\"required\":[\"a\"]}]}", "'oneOf' is supported only"},
+        {"{\"type\":\"string\",\"anyOf\":[{\"type\":\"integer\"}]}", "no alternative of 'anyOf' has a type allowed beside it"},
+        {"{\"allOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}", "types beside and inside 'allOf' have none in common"},
+        {"{\"type\":\"string\",\"anyOf\":[{\"format\":\"date\"}],\"format\":\"uuid\"}", "'format' both beside and inside 'anyOf'"},
+        {"{\"properties\":{\"a\":{}},\"additionalProperties\":false,\"anyOf\":[{\"properties\":{\"b\":{}}}]}",
+         "'properties' on both sides of 'anyOf' with 'additionalProperties'"},
+        {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}}},{\"additionalProperties\":false}]}",
+         "'additionalProperties' and 'properties' in different schemas combined by 'allOf'"},
+        {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}", "'pattern' is not supported"},
     };
     for (size_t i = 0; i < sizeof errs / sizeof *errs; i++) {
         cJSON *js = cJSON_Parse(errs[i][0]);
         g = tokd_grammar_from_json_schema(js, false, &e);
         CHECK(g == NULL && strstr(e.msg, errs[i][1]), "schema %s: got '%s'", errs[i][0], g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+        cJSON_Delete(js);
+    }
+    /* every keyword that constrains values and is not supported is refused by name */
+    static const char *refused[] = {"pattern", "not", "patternProperties", "propertyNames", "dependentRequired",
+                                    "dependentSchemas", "dependencies", "if", "then", "else", "contains", "minContains",
+                                    "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                                    "$recursiveRef"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char src[200], want[100];
+        snprintf(src, sizeof src, "{\"type\":\"object\",\"properties\":{\"v\":{\"%s\":{}}}}", refused[i]);
+        snprintf(want, sizeof want, "json schema: '%s' is not supported", refused[i]);
+        cJSON *js = cJSON_Parse(src);
+        g = tokd_grammar_from_json_schema(js, false, &e);
+        CHECK(g == NULL && strstr(e.msg, want), "schema %s: got '%s'", src, g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+        cJSON_Delete(js);
+    }
+    /* annotations are accepted */
+    cJSON *js = cJSON_Parse("{\"$schema\":\"x\",\"$id\":\"y\",\"$comment\":\"c\",\"title\":\"t\",\"description\":\"d\","
+                            "\"default\":1,\"examples\":[1],\"deprecated\":false,\"readOnly\":true,\"writeOnly\":false,"
+                            "\"contentMediaType\":\"text/plain\",\"contentEncoding\":\"base64\",\"type\":\"integer\"}");
+    g = tokd_grammar_from_json_schema(js, false, &e);
+    CHECK(g && tokd_grammar_match(g, "12", 2), "annotations are ignored: %s", g ? "" : e.msg);
+    tokd_grammar_free(g);
+    cJSON_Delete(js);
+}
+
+/* Number bounds against exact arithmetic: every x = k/1000 in [-3, 3], written with 3
+ * decimals and in its shortest form, is accepted exactly when it lies in the range. */
+static void test_number_bounds(void) {
+    static const struct {
+        int lo, hi; /* thousandths; INT32_MIN/MAX: none */
+        bool lo_x, hi_x;
+    } cases[] = {
+        {-1500, 2250, false, false}, {500, 750, false, false}, {0, 1000, true, true},     {-2001, -1999, false, true},
+        {-125, 0, true, false},      {-3, 7, true, true},      {1250, INT32_MAX, true, false}, {INT32_MIN, -2500, false, true},
+        {0, 0, false, false},        {999, 1001, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char src[200] = "{\"type\":\"number\"";
+        if (cases[i].lo != INT32_MIN)
+            snprintf(src + strlen(src), sizeof src - strlen(src), ",\"%s\":%g", cases[i].lo_x ? "exclusiveMinimum" : "minimum",
+                     cases[i].lo / 1000.0);
+        if (cases[i].hi != INT32_MAX)
+            snprintf(src + strlen(src), sizeof src - strlen(src), ",\"%s\":%g", cases[i].hi_x ? "exclusiveMaximum" : "maximum",
+                     cases[i].hi / 1000.0);
+        strcat(src, "}");
+        cJSON *js = cJSON_Parse(src);
+        tokd_err e = {{0}};
+        tokd_grammar *g = tokd_grammar_from_json_schema(js, false, &e);
+        CHECK(g != NULL, "%s: %s", src, e.msg);
+        int wrong = 0;
+        for (int k = -3000; g && k <= 3000; k++) {
+            bool in = (cases[i].lo == INT32_MIN || (cases[i].lo_x ? k > cases[i].lo : k >= cases[i].lo)) &&
+                      (cases[i].hi == INT32_MAX || (cases[i].hi_x ? k < cases[i].hi : k <= cases[i].hi));
+            char t[2][32];
+            snprintf(t[0], sizeof t[0], "%s%d.%03d", k < 0 ? "-" : "", abs(k) / 1000, abs(k) % 1000);
+            snprintf(t[1], sizeof t[1], "%g", k / 1000.0);
+            for (int f = 0; f < 2; f++)
+                if (tokd_grammar_match(g, t[f], strlen(t[f])) != in && wrong++ < 3)
+                    CHECK(0, "%s on %s: want %d", src, t[f], in);
+        }
+        CHECK(wrong == 0, "%s: %d texts judged wrongly", src, wrong);
         tokd_grammar_free(g);
         cJSON_Delete(js);
     }
@@ -300,10 +465,10 @@ static bool validate(const cJSON *v, const cJSON *sc, const cJSON *root) {
         const char *name = strrchr(k->valuestring, '/') + 1;
         return validate(v, cJSON_GetObjectItem(cJSON_GetObjectItem(root, "$defs"), name), root);
     }
-    if ((k = cJSON_GetObjectItem(sc, "enum"))) {
-        for (const cJSON *e = k->child; e; e = e->next)
-            if (cJSON_Compare(v, e, true)) return true;
-        return false;
+    if ((k = cJSON_GetObjectItem(sc, "enum"))) { /* then the other keywords too */
+        bool found = false;
+        for (const cJSON *e = k->child; e; e = e->next) found |= cJSON_Compare(v, e, true);
+        if (!found) return false;
     }
     if ((k = cJSON_GetObjectItem(sc, "anyOf"))) {
         for (const cJSON *e = k->child; e; e = e->next)
@@ -320,6 +485,7 @@ static bool validate(const cJSON *v, const cJSON *sc, const cJSON *root) {
         if (!strcmp(type, "integer") && d != floor(d)) return false;
         if ((k = cJSON_GetObjectItem(sc, "minimum")) && d < k->valuedouble) return false;
         if ((k = cJSON_GetObjectItem(sc, "maximum")) && d > k->valuedouble) return false;
+        if ((k = cJSON_GetObjectItem(sc, "exclusiveMaximum")) && d >= k->valuedouble) return false;
         return true;
     }
     if (!strcmp(type, "string")) {
@@ -334,9 +500,10 @@ static bool validate(const cJSON *v, const cJSON *sc, const cJSON *root) {
         int n = cJSON_GetArraySize(v);
         if ((k = cJSON_GetObjectItem(sc, "minItems")) && n < k->valuedouble) return false;
         if ((k = cJSON_GetObjectItem(sc, "maxItems")) && n > k->valuedouble) return false;
-        const cJSON *items = cJSON_GetObjectItem(sc, "items");
-        for (const cJSON *e = v->child; e && items; e = e->next)
-            if (!validate(e, items, root)) return false;
+        const cJSON *items = cJSON_GetObjectItem(sc, "items"), *prefix = cJSON_GetObjectItem(sc, "prefixItems");
+        const cJSON *p = prefix ? prefix->child : NULL;
+        for (const cJSON *e = v->child; e; e = e->next, p = p ? p->next : NULL)
+            if ((p || items) && !validate(e, p ? p : items, root)) return false;
         return true;
     }
     if (!strcmp(type, "object")) {
@@ -347,7 +514,8 @@ static bool validate(const cJSON *v, const cJSON *sc, const cJSON *root) {
             if (!cJSON_GetObjectItemCaseSensitive(v, r->valuestring)) return false;
         for (const cJSON *e = v->child; e; e = e->next) {
             const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, e->string);
-            if (!ps) return false; /* additionalProperties: false (the default with properties) */
+            if (!ps) ps = cJSON_GetObjectItem(sc, "additionalProperties"); /* a schema, or absent: false */
+            if (!ps) return false;
             if (!validate(e, ps, root)) return false;
         }
         return true;
@@ -391,6 +559,13 @@ static const char *SCHEMAS[] = {
     "\"score\":{\"type\":\"number\"},"
     "\"text\":{\"type\":[\"string\",\"null\"],\"maxLength\":4}},"
     "\"required\":[\"id\",\"kind\"]}}",
+    /* 6: a required key outside properties, exact number bounds, enum under a type, prefixItems
+     * under maxItems */
+    "{\"type\":\"object\",\"properties\":{"
+    "\"t\":{\"type\":\"number\",\"minimum\":-1.5,\"exclusiveMaximum\":2.25},"
+    "\"k\":{\"type\":\"integer\",\"enum\":[1,\"x\",2.5,3]},"
+    "\"p\":{\"type\":\"array\",\"prefixItems\":[{\"type\":\"boolean\"},{\"type\":\"null\"}],\"maxItems\":1}},"
+    "\"required\":[\"t\",\"k\",\"extra\"],\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}}",
 };
 
 static void collect(void *ud, const char *text, size_t len) { tokd_buf_append(ud, text, len); }
@@ -421,12 +596,14 @@ static void test_acceptance(const char *model_name, int n_runs, int n_object_run
         if (!g) continue;
         tokd_grammar_state *s = tokd_grammar_state_new(g, v);
         int fails = 0, runs = any ? n_object_runs : n_runs;
-        /* json_object mode bounds no string: a random model closes one with a chance of about
-         * 1 in 400 per token. A bias towards tokens with '"', '}' or ']' shortens the outputs
-         * (a real model closes its strings); validity still rests on the grammar alone. */
+        /* json_object mode (and schema 6's extra keys) bound no string: a random model closes
+         * one with a chance of about 1 in 400 per token. A bias towards tokens with '"', '}' or
+         * ']' shortens the outputs (a real model closes its strings); validity still rests on
+         * the grammar alone. */
+        bool biased = any || si == 5;
         tokd_logit_bias *bias = malloc(sizeof *bias * (size_t)m->hp.n_vocab);
         int32_t n_bias = 0;
-        for (int32_t t = 0; any && t < m->hp.n_vocab; t++) {
+        for (int32_t t = 0; biased && t < m->hp.n_vocab; t++) {
             char piece[64];
             size_t n = tokd_token_piece(m->tok, t, false, piece, sizeof piece);
             if (n && n <= sizeof piece && (memchr(piece, '"', n) || memchr(piece, '}', n) || memchr(piece, ']', n)))
@@ -547,6 +724,7 @@ int main(void) {
     test_errors();
     test_matcher();
     test_schema();
+    test_number_bounds();
     const char *json_prefixes[] = {"", "{", "{\"name\": \"Al", "{\"name\":\"x\\", "{\"name\":\"\xc3", "{\"name\":\"a\",\"age\":1",
                                    "{\"name\":\"a\",\"age\":12,\"admin\":true"};
     cJSON *js = cJSON_Parse(SCHEMAS[0]);
