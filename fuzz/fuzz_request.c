@@ -2,6 +2,10 @@
  * the JSON body of /v1/completions and /v1/chat/completions turned into prompt tokens,
  * sampling parameters, stop strings and grammars, through the real chat templates.
  *
+ * Every body cJSON parses also goes through tokd_req_find_nul (the server refuses a
+ * string with a NUL before parsing the options), which must answer 0, or 1 with a
+ * terminated field name.
+ *
  * Input: byte 0 picks the endpoint (bit 0: chat) and the chat template (the rest: an index
  * into templates[], taken modulo their count); the remaining bytes are the body. Whatever
  * the bytes, nothing may crash or leak, and the answer is one of two:
@@ -112,6 +116,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int t = (data[0] >> 1) % N_TEMPLATES;
     const tokd_req_ctx ctx = {model, templates[t], formats[t], "tokd", MAX_CHOICES, 1234};
     cJSON *root = cJSON_ParseWithLength((const char *)data + 1, size - 1);
+    if (root) { /* the server's NUL scan runs on every body cJSON parsed: a bounded, terminated field */
+        char field[64];
+        memset(field, 0x55, sizeof field);
+        const int nul = tokd_req_find_nul((const char *)data + 1, size - 1, field, sizeof field);
+        if ((nul != 0 && nul != 1) || (nul && !memchr(field, 0, sizeof field))) abort();
+    }
     tokd_gen_opts o;
     tokd_req_err pe = {0};
     if (tokd_gen_opts_parse(&ctx, root, chat, &o, &pe) == 0) {

@@ -329,6 +329,19 @@ static void test_model(const char *file, bool full) {
     tokd_model_free(m);
 }
 
+/* A one-thread engine of max_seqs sequences over n_ctx positions (checked). */
+static tokd_engine *small_engine(tokd_model *m, int max_seqs, int n_ctx) {
+    tokd_engine_params ep;
+    tokd_engine_params_default(&ep);
+    ep.max_seqs = max_seqs;
+    ep.n_ctx = n_ctx;
+    ep.n_threads = 1;
+    tokd_err err = {{0}};
+    tokd_engine *e = tokd_engine_new(m, &ep, &err);
+    CHECK(e != NULL, "engine: %s", err.msg);
+    return e;
+}
+
 /* Grammar-constrained requests batched together: each has its own matcher state, every output
  * matches its grammar and ends (EOG) when nothing more can follow; a grammar whose allowed
  * tokens are all banned ends the request with an error, not a crash. */
@@ -336,13 +349,7 @@ static void test_grammar(const char *file) {
     tokd_err err = {{0}};
     tokd_model *m = load_shared_model(file);
     if (!m) return;
-    tokd_engine_params ep;
-    tokd_engine_params_default(&ep);
-    ep.max_seqs = 4;
-    ep.n_ctx = 512;
-    ep.n_threads = 1;
-    tokd_engine *e = tokd_engine_new(m, &ep, &err);
-    CHECK(e != NULL, "engine: %s", err.msg);
+    tokd_engine *e = small_engine(m, 4, 512);
     static const char *const grammars[] = {
         "root ::= \"<think>x</think>y\"",
         "root ::= \"{\\\"n\\\": \" [1-9] [0-9]{0,2} \"}\"",
@@ -620,13 +627,7 @@ static void test_text_pos(const char *file) {
     tokd_err err = {{0}};
     tokd_model *m = load_shared_model(file);
     if (!m) return;
-    tokd_engine_params ep;
-    tokd_engine_params_default(&ep);
-    ep.max_seqs = 2;
-    ep.n_ctx = 256;
-    ep.n_threads = 1;
-    tokd_engine *e = tokd_engine_new(m, &ep, &err);
-    CHECK(e != NULL, "engine: %s", err.msg);
+    tokd_engine *e = small_engine(m, 2, 256);
     int32_t *prompt = NULL;
     size_t n_prompt = 0;
     tokd_tokenize(m->tok, "Once upon a time", 16, true, false, &prompt, &n_prompt, &err);
