@@ -71,7 +71,8 @@
  * merged types with none in common.
  *
  * Any JSON value (json_object mode, untyped schemas) nests at most 12 levels deep: deeper
- * output is not valid under the grammar. */
+ * output is not valid under the grammar. The digit grammars of bounded integers and
+ * numbers are built in json_schema_ranges.c. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -81,13 +82,12 @@
 #include <string.h>
 
 #include "grammar.h"
+#include "json_schema_ranges.h"
 
 #define MAX_SCHEMA_DEPTH 64
 #define MAX_ANY_DEPTH 12
 #define MAX_COUNT 10000
 #define INT_LIMIT 999999999999999LL /* 15 digits */
-#define NUM_INT_MAX 999999999LL      /* bounded numbers: 9 integer digits ... */
-#define NUM_FRAC_DIGITS 6            /* ... and 6 fraction digits */
 
 typedef struct {
     const char *ref;
@@ -297,57 +297,6 @@ static int check_multiple_of(jctx *c, const cJSON *s, bool *integral) {
     return 0;
 }
 
-/* ---- integers in a range ---------------------------------------------------------------- */
-
-/* Equal-length digit strings a <= b: the decimal strings of that length between them. */
-static void digits_between(tokd_buf *b, const char *a, const char *z, int n) {
-    if (n == 0) return;
-    if (n == 1) {
-        tokd_buf_appendf(b, "[%c-%c]", a[0], z[0]);
-        return;
-    }
-    if (a[0] == z[0]) {
-        tokd_buf_appendf(b, "\"%c\" ", a[0]);
-        digits_between(b, a + 1, z + 1, n - 1);
-        return;
-    }
-    char nines[20], zeros[20];
-    memset(nines, '9', (size_t)n), memset(zeros, '0', (size_t)n);
-    tokd_buf_appendf(b, "( \"%c\" (", a[0]);
-    digits_between(b, a + 1, nines, n - 1);
-    tokd_buf_appendf(b, ") | ");
-    if (z[0] - a[0] > 1) tokd_buf_appendf(b, "[%c-%c] [0-9]{%d} | ", a[0] + 1, z[0] - 1, n - 1);
-    tokd_buf_appendf(b, "\"%c\" (", z[0]);
-    digits_between(b, zeros, z + 1, n - 1);
-    tokd_buf_appendf(b, ") )");
-}
-
-/* Non-negative integers in [lo, hi] (hi < 0: unbounded), no leading zeros. */
-static void nonneg_range(tokd_buf *b, int64_t lo, int64_t hi) {
-    char a[24], z[24];
-    int la = snprintf(a, sizeof a, "%" PRId64, lo);
-    int lz = hi < 0 ? 16 : snprintf(z, sizeof z, "%" PRId64, hi);
-    bool first = true;
-    for (int len = la; len <= lz; len++) {
-        char from[24], to[24];
-        if (len == la) memcpy(from, a, (size_t)len + 1);
-        else {
-            memset(from, '0', (size_t)len), from[0] = '1', from[len] = 0;
-        }
-        if (hi >= 0 && len == lz) memcpy(to, z, (size_t)len + 1);
-        else memset(to, '9', (size_t)len), to[len] = 0;
-        if (!first) tokd_buf_appendf(b, " | ");
-        first = false;
-        if (hi < 0 && len > la) { /* every longer number: one alternative */
-            tokd_buf_appendf(b, "[1-9] [0-9]{%d,15}", len - 1);
-            break;
-        }
-        tokd_buf_appendf(b, "(");
-        digits_between(b, from, to, len);
-        tokd_buf_appendf(b, ")");
-    }
-}
-
 static int gen_integer(jctx *c, const cJSON *s, tokd_buf *b) {
     bound lo, hi;
     bool integral;
@@ -374,133 +323,16 @@ static int gen_integer(jctx *c, const cJSON *s, tokd_buf *b) {
     if (L < 0) {
         int64_t nlo = H == INT64_MAX || H >= 0 ? 1 : -H, nhi = L == INT64_MIN ? -1 : -L;
         tokd_buf_appendf(b, "\"-\" (");
-        nonneg_range(b, nlo, nhi);
+        tokd_range_int(b, nlo, nhi);
         tokd_buf_appendf(b, ")");
         any = true;
     }
     if (H >= 0) {
         if (any) tokd_buf_appendf(b, " | ");
-        nonneg_range(b, L < 0 ? 0 : L, H == INT64_MAX ? -1 : H);
+        tokd_range_int(b, L < 0 ? 0 : L, H == INT64_MAX ? -1 : H);
     }
     tokd_buf_appendf(b, ")");
     return 0;
-}
-
-/* ---- numbers in a range -------------------------------------------------------------------- */
-
-/* A non-negative decimal below 1e9 with at most 6 fraction digits (no trailing zeros). */
-typedef struct {
-    int64_t ip;
-    char fr[NUM_FRAC_DIGITS + 1];
-} dec;
-
-/* |v| as a dec; false when it is 1e9 or more or needs more than 6 decimals. */
-static bool to_dec(double v, dec *d) {
-    double m = fabs(v);
-    if (m >= 1e9) return false;
-    char t[64];
-    snprintf(t, sizeof t, "%.*f", NUM_FRAC_DIGITS, m);
-    if (strtod(t, NULL) != m) return false;
-    char *dot = strchr(t, '.');
-    if (!dot) return false;
-    *dot = 0;
-    d->ip = strtoll(t, NULL, 10);
-    snprintf(d->fr, sizeof d->fr, "%s", dot + 1);
-    for (size_t n = strlen(d->fr); n && d->fr[n - 1] == '0';) d->fr[--n] = 0;
-    return d->ip <= NUM_INT_MAX;
-}
-
-static int dec_cmp(const dec *a, const dec *b) {
-    if (a->ip != b->ip) return a->ip < b->ip ? -1 : 1;
-    char x[NUM_FRAC_DIGITS + 1], y[NUM_FRAC_DIGITS + 1];
-    snprintf(x, sizeof x, "%-*s", NUM_FRAC_DIGITS, a->fr);
-    snprintf(y, sizeof y, "%-*s", NUM_FRAC_DIGITS, b->fr);
-    for (int i = 0; i < NUM_FRAC_DIGITS; i++) {
-        char p = x[i] == ' ' ? '0' : x[i], q = y[i] == ' ' ? '0' : y[i];
-        if (p != q) return p < q ? -1 : 1;
-    }
-    return 0;
-}
-
-static void alt_sep(tokd_buf *b, int *n) {
-    if ((*n)++) tokd_buf_appendf(b, " | ");
-}
-
-/* The fraction digits f (at most k more) after an integer part, as a grammar: 0.f at least
- * 0.A while la ("lower tight": the digits so far equal the bound's), above it if ls; at most
- * 0.B while ha, below it if hs. A and B are the bound's remaining digits (no trailing zeros).
- * top: the digits are preceded by "." (no digits: no "."). False when nothing is allowed. */
-static bool frac(tokd_buf *b, const char *A, bool la, bool ls, const char *B, bool ha, bool hs, int k, bool top) {
-    if (la && !*A && !ls) la = false; /* the rest is >= 0 = A */
-    bool end = !la && (!ha || !hs || *B);
-    const char *dot = top ? "\".\" " : "";
-    tokd_buf alts = {0}, sub = {0};
-    int n = 0;
-    if (k > 0) {
-        if (!la && !ha) {
-            alt_sep(&alts, &n);
-            tokd_buf_appendf(&alts, "%s[0-9]{1,%d}", dot, k);
-        } else {
-            char lo_d = la ? (*A ? *A : '0') : '0', hi_d = ha ? (*B ? *B : '0') : '9';
-            char f_lo = (char)(la ? lo_d + 1 : lo_d), f_hi = (char)(ha ? hi_d - 1 : hi_d);
-            if (f_lo <= f_hi) { /* digits strictly inside: anything may follow */
-                alt_sep(&alts, &n);
-                tokd_buf_appendf(&alts, "%s[%c-%c]", dot, f_lo, f_hi);
-                if (k > 1) tokd_buf_appendf(&alts, " [0-9]{0,%d}", k - 1);
-            }
-            if (la) {
-                bool both = ha && lo_d == hi_d;
-                if (frac(&sub, *A ? A + 1 : A, true, ls, both ? (*B ? B + 1 : B) : "", both, hs, k - 1, false)) {
-                    alt_sep(&alts, &n);
-                    tokd_buf_appendf(&alts, "%s\"%c\" %s", dot, lo_d, sub.data);
-                }
-                tokd_buf_clear(&sub);
-            }
-            if (ha && !(la && lo_d == hi_d) &&
-                frac(&sub, "", false, false, *B ? B + 1 : B, true, hs, k - 1, false)) {
-                alt_sep(&alts, &n);
-                tokd_buf_appendf(&alts, "%s\"%c\" %s", dot, hi_d, sub.data);
-            }
-        }
-    }
-    bool ok = n || end;
-    if (!n && end) tokd_buf_appendf(b, "\"\"");
-    else if (n) tokd_buf_appendf(b, end ? "( %s )?" : "( %s )", alts.data);
-    tokd_buf_free(&alts);
-    tokd_buf_free(&sub);
-    return ok;
-}
-
-/* Alternatives (joined by " | ") for the non-negative numbers from lo (above it if ls) to hi
- * (below it if hs; NULL: below 1e9); returns how many. */
-static int nonneg_part(tokd_buf *b, const dec *lo, bool ls, const dec *hi, bool hs) {
-    int n = 0;
-    tokd_buf f = {0};
-    if (hi && lo->ip == hi->ip) {
-        if (frac(&f, lo->fr, true, ls, hi->fr, true, hs, NUM_FRAC_DIGITS, true)) {
-            alt_sep(b, &n);
-            tokd_buf_appendf(b, "\"%" PRId64 "\" %s", lo->ip, f.data);
-        }
-    } else {
-        if (frac(&f, lo->fr, true, ls, "", false, false, NUM_FRAC_DIGITS, true)) {
-            alt_sep(b, &n);
-            tokd_buf_appendf(b, "\"%" PRId64 "\" %s", lo->ip, f.data);
-        }
-        tokd_buf_clear(&f);
-        int64_t a = lo->ip + 1, z = hi ? hi->ip - 1 : NUM_INT_MAX;
-        if (a <= z) {
-            alt_sep(b, &n);
-            tokd_buf_appendf(b, "( ");
-            nonneg_range(b, a, z);
-            tokd_buf_appendf(b, " ) ( \".\" [0-9]{1,%d} )?", NUM_FRAC_DIGITS);
-        }
-        if (hi && frac(&f, "", false, false, hi->fr, true, hs, NUM_FRAC_DIGITS, true)) {
-            alt_sep(b, &n);
-            tokd_buf_appendf(b, "\"%" PRId64 "\" %s", hi->ip, f.data);
-        }
-    }
-    tokd_buf_free(&f);
-    return n;
 }
 
 static int gen_number(jctx *c, const cJSON *s, tokd_buf *b) {
@@ -512,9 +344,9 @@ static int gen_number(jctx *c, const cJSON *s, tokd_buf *b) {
         tokd_buf_appendf(b, "number");
         return 0;
     }
-    dec L = {0}, H = {0}, zero = {0};
+    tokd_range_decimal L = {0}, H = {0}, zero = {0};
     bound *bs[2] = {&lo, &hi};
-    dec *ds[2] = {&L, &H};
+    tokd_range_decimal *ds[2] = {&L, &H};
     for (int i = 0; i < 2; i++) {
         bound *x = bs[i];
         if (!x->has) continue;
@@ -523,36 +355,36 @@ static int gen_number(jctx *c, const cJSON *s, tokd_buf *b) {
             if (i == 0 ? x->v > 0 : x->v < 0)
                 return jfail(c, "json schema: number %s beyond 9 integer digits is not supported", x->name);
             x->has = false;
-        } else if (!to_dec(x->v, ds[i])) {
+        } else if (!tokd_range_to_dec(x->v, ds[i])) {
             return jfail(c, "json schema: number %s %.17g has more than %d decimals; not supported", x->name, x->v,
-                         NUM_FRAC_DIGITS);
+                         TOKD_RANGE_FRAC_DIGITS);
         }
     }
     bool lneg = lo.has && lo.v < 0, hneg = hi.has && hi.v < 0;
     if (lo.has && hi.has) {
-        int cmp = lneg != hneg ? (lneg ? -1 : 1) : lneg ? -dec_cmp(&L, &H) : dec_cmp(&L, &H);
+        int cmp = lneg != hneg ? (lneg ? -1 : 1) : lneg ? -tokd_range_dec_cmp(&L, &H) : tokd_range_dec_cmp(&L, &H);
         if (cmp > 0 || (cmp == 0 && (lo.strict || hi.strict))) return jfail(c, "json schema: number range is empty");
     }
     tokd_buf_appendf(b, "( ");
     int n = 0;
     tokd_buf t = {0};
     if (!lo.has || lneg) { /* negative values -y: y above max(-hi, 0), up to -lo */
-        if (nonneg_part(&t, hneg ? &H : &zero, hneg ? hi.strict : true, lo.has ? &L : NULL, lo.has && lo.strict)) {
-            alt_sep(b, &n);
+        if (tokd_range_dec(&t, hneg ? &H : &zero, hneg ? hi.strict : true, lo.has ? &L : NULL, lo.has && lo.strict)) {
+            if (n++) tokd_buf_appendf(b, " | ");
             tokd_buf_appendf(b, "\"-\" ( %s )", t.data);
         }
         tokd_buf_clear(&t);
     }
     if (!hi.has || hi.v > 0 || (hi.v == 0 && !hi.strict)) {
         bool from_lo = lo.has && !lneg;
-        if (nonneg_part(&t, from_lo ? &L : &zero, from_lo && lo.strict, hi.has ? &H : NULL, hi.has && hi.strict)) {
-            alt_sep(b, &n);
+        if (tokd_range_dec(&t, from_lo ? &L : &zero, from_lo && lo.strict, hi.has ? &H : NULL, hi.has && hi.strict)) {
+            if (n++) tokd_buf_appendf(b, " | ");
             tokd_buf_appendf(b, "%s", t.data);
         }
     }
     tokd_buf_free(&t);
     tokd_buf_appendf(b, " )");
-    if (!n) return jfail(c, "json schema: no number with at most %d decimals in the range", NUM_FRAC_DIGITS);
+    if (!n) return jfail(c, "json schema: no number with at most %d decimals in the range", TOKD_RANGE_FRAC_DIGITS);
     return 0;
 }
 
@@ -594,7 +426,7 @@ static void emit_format(jctx *c, unsigned f) {
         break;
     case FMT_IPV4:
         tokd_buf_appendf(o, "fmt-octet ::= ");
-        nonneg_range(o, 0, 255);
+        tokd_range_int(o, 0, 255);
         tokd_buf_appendf(o, "\nfmt-ipv4 ::= fmt-octet \".\" fmt-octet \".\" fmt-octet \".\" fmt-octet\n");
         break;
     case FMT_XKEY: tokd_buf_appendf(o, "xk-char ::= [^\\x22\\x5C\\x00-\\x1F\\x7F]\n"); break;
