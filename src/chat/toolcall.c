@@ -544,24 +544,19 @@ void tokd_toolcall_push(tokd_toolcall_parser *p, const char *text, size_t len, t
     events_end(p, ev, first);
 }
 
-bool tokd_toolcall_finish(tokd_toolcall_parser *p, tokd_toolcall_events *ev) {
-    events_begin(ev);
-    size_t first = p->n_calls;
-    if (!p->finished) run(p, ev, true);
-    p->finished = true;
-    events_end(p, ev, first);
-    return p->n_calls > 0;
-}
-
-bool tokd_toolcall_finish_cut(tokd_toolcall_parser *p, tokd_toolcall_events *ev) {
+/* The end of the output. cut: it was cut short, so a block still open after a start marker
+ * is dropped (it may hold only part of its arguments) instead of parsed. */
+static bool finish(tokd_toolcall_parser *p, tokd_toolcall_events *ev, bool cut) {
     events_begin(ev);
     size_t first = p->n_calls;
     if (!p->finished) {
-        run(p, ev, false);
-        if (p->st != ST_TEXT && p->marked) { /* the open block is all of pend */
-            p->pend.len = 0;
-            p->pend.data[0] = 0;
-            p->st = ST_TEXT;
+        if (cut) {
+            run(p, ev, false);
+            if (p->st != ST_TEXT && p->marked) { /* the open block is all of pend */
+                p->pend.len = 0;
+                p->pend.data[0] = 0;
+                p->st = ST_TEXT;
+            }
         }
         run(p, ev, true);
     }
@@ -569,6 +564,10 @@ bool tokd_toolcall_finish_cut(tokd_toolcall_parser *p, tokd_toolcall_events *ev)
     events_end(p, ev, first);
     return p->n_calls > 0;
 }
+
+bool tokd_toolcall_finish(tokd_toolcall_parser *p, tokd_toolcall_events *ev) { return finish(p, ev, false); }
+
+bool tokd_toolcall_finish_cut(tokd_toolcall_parser *p, tokd_toolcall_events *ev) { return finish(p, ev, true); }
 
 const tokd_toolcall_call *tokd_toolcall_calls(const tokd_toolcall_parser *p, size_t *n) {
     *n = p->n_calls;
