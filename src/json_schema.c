@@ -1,8 +1,8 @@
 /* json_schema.c — JSON Schema (a cJSON tree) -> grammar text -> tokd_grammar.
  *
  * The promise: every output the grammar admits is valid under the schema. A keyword that
- * constrains values is either enforced exactly or refused by name ("json schema: 'pattern'
- * is not supported"); it is never ignored. The grammar may admit fewer values than the
+ * constrains values is either enforced exactly or refused by name ("json schema: 'not' is
+ * not supported"); it is never ignored. The grammar may admit fewer values than the
  * schema (fixed key order, bounded digits, no escapes in extra keys), never more.
  *
  * Output is compact JSON: between structural tokens at most one space, or one newline
@@ -34,7 +34,9 @@
  *     date (YYYY-MM-DD, real calendar dates, years 0001-9999), time (HH:MM:SS[.f{1,9}] then
  *     Z or +HH:MM / -HH:MM, RFC 3339), date-time (date "T" time), uuid (8-4-4-4-12 hex),
  *     ipv4 (dotted quad, no leading zeros); a format with minLength/maxLength only when the
- *     format's lengths lie within them. Other formats are refused by name.
+ *     format's lengths lie within them. Other formats are refused by name. pattern (an
+ *     ECMA-262 regular expression, its supported subset and its minLength/maxLength rules in
+ *     json_schema_pattern.c), not with format.
  *   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft-4
  *     booleans), exact; output has at most 15 digits when bounded, so a bound beyond 15
  *     digits narrows the range to them, or is refused when it leaves nothing (minimum 1e20);
@@ -62,7 +64,7 @@
  *   Annotations are ignored: title, description, default, examples, $schema, $id, $comment,
  *     deprecated, readOnly, writeOnly, contentMediaType, contentEncoding, contentSchema,
  *     $defs, definitions, $anchor, nullable (only widens); so are unknown keywords (x-...).
- * Refused by name: pattern, not, patternProperties, propertyNames, dependentRequired,
+ * Refused by name: not, patternProperties, propertyNames, dependentRequired,
  * dependentSchemas, dependencies, if, then, else, contains, minContains, maxContains,
  * unevaluatedProperties, unevaluatedItems, $dynamicRef, $recursiveRef, and the limited
  * keywords above outside their supported cases. Errors: false schemas, unknown types,
@@ -82,6 +84,7 @@
 #include <string.h>
 
 #include "grammar.h"
+#include "json_schema_pattern.h"
 #include "json_schema_ranges.h"
 
 #define MAX_SCHEMA_DEPTH 64
@@ -181,18 +184,18 @@ static bool in_list(const char *k, const char *const *list) {
 /* Keywords that constrain values and are handled (some only in part: see the header). */
 static const char *const HANDLED[] = {
     "type", "properties", "required", "additionalProperties", "minProperties", "maxProperties", "items",
-    "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "format",
+    "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "format", "pattern",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum", "const", "anyOf", "oneOf",
     "allOf", "$ref", NULL};
 /* Keywords that constrain values and are not supported at all. */
 static const char *const REFUSED[] = {
-    "pattern", "not", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+    "not", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
     "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
     "$dynamicRef", "$recursiveRef", NULL};
 /* The keywords that select a type when `type` is absent. */
 static const char *const OBJECT_KW[] = {"properties", "required", "additionalProperties", "minProperties", "maxProperties", NULL};
 static const char *const ARRAY_KW[] = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", NULL};
-static const char *const STRING_KW[] = {"minLength", "maxLength", "format", NULL};
+static const char *const STRING_KW[] = {"minLength", "maxLength", "format", "pattern", NULL};
 static const char *const NUMBER_KW[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
 
 static bool is_constraint(const char *k) { return in_list(k, HANDLED) || in_list(k, REFUSED); }
@@ -439,6 +442,14 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
     if (count_field(c, s, "minLength", 0, &mn) || count_field(c, s, "maxLength", -1, &mx)) return -1;
     if (mx >= 0 && mx < mn) return jfail(c, "json schema: maxLength below minLength");
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
+    if (pat) {
+        if (!cJSON_IsString(pat)) return jfail(c, "json schema: pattern must be a string");
+        if (fmt) return jfail(c, "json schema: 'pattern' with 'format' is not supported");
+        char why[sizeof c->msg];
+        if (tokd_pattern_to_grammar(pat->valuestring, mn, mx, b, why, sizeof why)) return jfail(c, "%s", why);
+        return 0;
+    }
     if (fmt) {
         if (!cJSON_IsString(fmt)) return jfail(c, "json schema: format must be a string");
         for (size_t i = 0; i < sizeof FORMATS / sizeof *FORMATS; i++) {

@@ -17,7 +17,7 @@ fail=0
 post() { curl -s -m 60 "$BASE$1" -H 'Content-Type: application/json' -d "$2"; }
 # check NAME PYTHON-EXPR (over r, the response) on stdin's JSON
 check() {
-    python3 -c 'import json,sys
+    python3 -c 'import json,sys,re
 r=json.load(sys.stdin)
 ok=eval(sys.argv[2])
 print(("ok: " if ok else "FAIL: ")+sys.argv[1]+("" if ok else ": "+json.dumps(r)[:600]))
@@ -57,6 +57,16 @@ post /v1/completions '{"prompt":"Once upon a time","max_tokens":12,"temperature"
 ch=[json.loads(l)["choices"][0] for l in sys.stdin]
 print(json.dumps({"choices":[{"finish_reason":ch[-1]["finish_reason"],"logprobs":{k:sum((c["logprobs"][k] for c in ch if c["logprobs"]),[]) for k in ("tokens","text_offset")}}]}))' |
     check "text_offset with a stop string, streamed" "$OFFSETS"
+
+# patterns: four answers under a schema with three, each string matching its pattern
+PSCHEMA='{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{3}-\\d{2,4}$"},"word":{"type":"string","pattern":"^[a-z]+$","maxLength":8},"tag":{"type":"string","pattern":"x|y"}},"required":["code","word","tag"]}'
+PFORMAT="\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":$PSCHEMA}}"
+post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"code?\"}],\"max_tokens\":400,\"n\":4,\"temperature\":1,\"seed\":7,$PFORMAT}" |
+    check "pattern schema: every answer matches" \
+    'len(r["choices"])==4 and all(c["finish_reason"]=="stop" and re.fullmatch(r"[A-Z]{3}-\d{2,4}",(v:=json.loads(c["message"]["content"]))["code"],re.A) and re.fullmatch(r"[a-z]{1,8}",v["word"]) and re.search("x|y",v["tag"]) for c in r["choices"])'
+post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":10,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"string\",\"pattern\":\"(?<=a)b\"}}}}" |
+    check "a pattern with look-behind: 400 naming it" \
+    '"error" in r and "pattern" in r["error"]["message"] and "look-around" in r["error"]["message"]'
 
 stop_server || fail=1
 exit $fail

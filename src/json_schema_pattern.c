@@ -1,0 +1,953 @@
+/* json_schema_pattern.c — a JSON Schema `pattern` -> a grammar expression for the string.
+ *
+ * A pattern is an ECMA-262 regular expression searched in the string's value. The grammar
+ * describes the string's JSON text, so the work is two steps: parse the pattern into a small
+ * tree (character sets, concatenation, alternation, repetition), then write the tree as
+ * grammar text in which every character set becomes the raw characters JSON allows plus the
+ * escapes of the others (" as \", a newline as \n, other controls as \u00XX).
+ *
+ * The promise is json_schema.c's: every string the grammar admits matches the pattern; the
+ * grammar may admit fewer. It writes one spelling of each character, takes no characters
+ * outside the Basic Multilingual Plane from sets, and leaves out of every set (unless that
+ * empties it) the characters on which regex engines disagree or which a model has no
+ * business writing: controls other than tab, newline and carriage return, the C1 controls,
+ * and the Unicode spaces beyond ASCII. Sets are computed exactly (ECMA's \s, `.`, [^...])
+ * before that filter, so a complement never grows by it.
+ *
+ * Supported: literals (any UTF-8), `.`, [...] and [^...] with ranges and escapes, \d \D \w
+ * \W \s \S, \t \n \r \v \f \0 \cX \xHH \uHHHH (surrogate pairs combined), escaped
+ * punctuation, (...) and (?:...), |, * + ? {m} {m,} {m,n} (m, n <= 10000; a lazy `?` after
+ * them changes nothing here), ^ at the start and $ at the end of a top-level alternative
+ * (without them the match may sit anywhere: `char1*` around it, any
+ * character but the \u escapes of surrogates, which alone are not characters), and { } ] as literals where
+ * they cannot be syntax. Refused by name: look-around and other (?...) groups,
+ * back-references, \b \B, \p{...}, octal and unknown letter escapes, the empty classes [] and
+ * [^], [: [= [. inside a class (POSIX syntax elsewhere), {,n}, ^ or $ elsewhere, characters outside the BMP inside [...] or before a
+ * quantifier (ECMA without the u flag sees two UTF-16 units there; other engines one).
+ *
+ * minLength/maxLength (code points, as JSON Schema counts): when the pattern's own length
+ * range does not already lie within them, they are pushed down the tree where it is exact:
+ * into the one part of a concatenation whose length varies, through alternatives, and into
+ * a repetition of a fixed-length part as the counts that fit. Other shapes are refused.
+ *
+ * A repetition of something that can match the empty string is written as a repetition of
+ * its non-empty strings, since the grammar refuses rules that recur without consuming. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_schema_pattern.h"
+#include "unicode_utf8.h"
+
+#define MAX_REPEAT 10000
+#define MAX_DEPTH 64
+#define MAX_NODES 20000
+#define MAX_OUT (1u << 20)
+#define MAX_WRITTEN (8u << 20)
+#define INF (-1L)
+#define LEN_CAP (1L << 40) /* lengths saturate here: a longer maximum is no maximum */
+
+typedef struct {
+    uint32_t lo, hi;
+} cp_range;
+
+typedef struct {
+    cp_range *r;
+    int n, cap;
+} cp_set;
+
+enum { P_SET, P_ANY, P_CAT, P_ALT, P_REP };
+
+typedef struct {
+    int type;
+    cp_set set;   /* P_SET */
+    bool astral;  /* P_SET: one literal beyond U+FFFF */
+    int *kids;    /* P_CAT, P_ALT */
+    int n_kids, cap_kids;
+    int tail;     /* P_CAT: a node for kids[1..] once emit_bounded needed it (0: none yet);
+                     P_REP: the node of its unrolling (see unrolled) */
+    int kid;      /* P_REP: kid{min,max}, max INF = unbounded */
+    long min, max;
+    long len_min, len_max; /* code points matched; len_max INF = unbounded */
+} pnode;
+
+typedef struct {
+    const char *s;
+    size_t pos, len;
+    pnode *nodes;
+    int n_nodes, cap_nodes;
+    int depth;
+    bool parsing; /* errors name the offset */
+    long max_len; /* the string's maxLength (-1: none) */
+    tokd_buf *out;
+    size_t written; /* bytes written, kept or not: bounds the work of emit_bounded */
+    char *msg;
+    size_t msg_size;
+    bool failed;
+} pctx;
+
+static int pfail(pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int pfail(pctx *p, const char *fmt, ...) {
+    if (p->failed) return -1;
+    p->failed = true;
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (p->parsing) snprintf(p->msg, p->msg_size, "json schema: 'pattern': %s (at offset %zu)", why, p->pos);
+    else snprintf(p->msg, p->msg_size, "json schema: 'pattern': %s", why);
+    return -1;
+}
+
+/* ---- code-point sets: sorted, merged ranges ------------------------------------------------ */
+
+static void set_add(cp_set *s, uint32_t lo, uint32_t hi) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->r = tokd_xrealloc(s->r, (size_t)s->cap * sizeof *s->r);
+    }
+    s->r[s->n++] = (cp_range){lo, hi};
+}
+
+static int range_cmp(const void *a, const void *b) {
+    const cp_range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void set_norm(cp_set *s) {
+    if (s->n < 2) return;
+    qsort(s->r, (size_t)s->n, sizeof *s->r, range_cmp);
+    int k = 0;
+    for (int i = 1; i < s->n; i++) {
+        if (s->r[i].lo <= s->r[k].hi + 1) {
+            if (s->r[i].hi > s->r[k].hi) s->r[k].hi = s->r[i].hi;
+        } else {
+            s->r[++k] = s->r[i];
+        }
+    }
+    s->n = k + 1;
+}
+
+static void set_free(cp_set *s) {
+    free(s->r);
+    *s = (cp_set){0};
+}
+
+/* Every code point up to U+10FFFF not in s (s normalised). */
+static void set_complement(cp_set *s) {
+    cp_set c = {0};
+    uint32_t next = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (s->r[i].lo > next) set_add(&c, next, s->r[i].lo - 1);
+        next = s->r[i].hi + 1;
+    }
+    if (next <= 0x10FFFF) set_add(&c, next, 0x10FFFF);
+    set_free(s);
+    *s = c;
+}
+
+/* s ∩ t, both normalised. */
+static cp_set set_intersect(const cp_set *s, const cp_set *t) {
+    cp_set r = {0};
+    for (int i = 0, j = 0; i < s->n && j < t->n;) {
+        uint32_t lo = s->r[i].lo > t->r[j].lo ? s->r[i].lo : t->r[j].lo;
+        uint32_t hi = s->r[i].hi < t->r[j].hi ? s->r[i].hi : t->r[j].hi;
+        if (lo <= hi) set_add(&r, lo, hi);
+        if (s->r[i].hi < t->r[j].hi) i++;
+        else j++;
+    }
+    return r;
+}
+
+static cp_set set_of(const uint32_t (*ranges)[2], int n) {
+    cp_set s = {0};
+    for (int i = 0; i < n; i++) set_add(&s, ranges[i][0], ranges[i][1]);
+    set_norm(&s);
+    return s;
+}
+
+static const uint32_t DIGIT[][2] = {{'0', '9'}};
+static const uint32_t WORD[][2] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+/* ECMA-262 WhiteSpace and LineTerminator: what \s matches */
+static const uint32_t SPACE[][2] = {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+                                    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+static const uint32_t LINE_END[][2] = {{0x0A, 0x0A}, {0x0D, 0x0D}, {0x2028, 0x2029}};
+/* What sets may hold: the BMP without surrogates (ECMA without the u flag matches UTF-16 units) */
+static const uint32_t DOMAIN[][2] = {{0, 0xD7FF}, {0xE000, 0xFFFF}};
+/* ... and what they keep when anything else is left (see the header) */
+static const uint32_t PREFERRED[][2] = {{0x09, 0x0A}, {0x0D, 0x0D}, {0x20, 0x7E},     {0xA1, 0x167F}, {0x1681, 0x1FFF},
+                                        {0x200B, 0x2027}, {0x202A, 0x202E}, {0x2030, 0x205E}, {0x2060, 0x2FFF},
+                                        {0x3001, 0xD7FF}, {0xE000, 0xFEFE}, {0xFF00, 0xFFFF}};
+
+#define SET_OF(a) set_of(a, (int)(sizeof a / sizeof *a))
+
+/* ---- the tree -------------------------------------------------------------------------------- */
+
+static int new_node(pctx *p, int type) {
+    if (p->n_nodes >= MAX_NODES) return pfail(p, "more than %d parts", MAX_NODES);
+    if (p->n_nodes == p->cap_nodes) {
+        p->cap_nodes = p->cap_nodes ? p->cap_nodes * 2 : 32;
+        p->nodes = tokd_xrealloc(p->nodes, (size_t)p->cap_nodes * sizeof *p->nodes);
+    }
+    p->nodes[p->n_nodes] = (pnode){.type = type};
+    return p->n_nodes++;
+}
+
+static void add_kid(pctx *p, int parent, int kid) {
+    pnode *n = &p->nodes[parent];
+    if (n->n_kids == n->cap_kids) {
+        n->cap_kids = n->cap_kids ? n->cap_kids * 2 : 4;
+        n->kids = tokd_xrealloc(n->kids, (size_t)n->cap_kids * sizeof *n->kids);
+    }
+    n->kids[n->n_kids++] = kid;
+}
+
+static long len_add(long a, long b) { return a == INF || b == INF || a + b >= LEN_CAP ? INF : a + b; }
+static long len_mul(long a, long k) {
+    if (a == 0 || k == 0) return 0;
+    return a == INF || k == INF || a >= LEN_CAP / k ? INF : a * k;
+}
+static long len_min_sat(long v) { return v == INF || v > LEN_CAP ? LEN_CAP : v; }
+
+/* Fill in a node's length range from its kids. */
+static void finish(pctx *p, int i) {
+    pnode *n = &p->nodes[i];
+    switch (n->type) {
+    case P_SET: n->len_min = n->len_max = 1; break;
+    case P_ANY: n->len_min = 0, n->len_max = INF; break;
+    case P_CAT:
+        n->len_min = n->len_max = 0;
+        for (int k = 0; k < n->n_kids; k++) {
+            const pnode *c = &p->nodes[n->kids[k]];
+            n->len_min = len_min_sat(len_add(n->len_min, c->len_min));
+            n->len_max = len_add(n->len_max, c->len_max);
+        }
+        break;
+    case P_ALT:
+        n->len_min = p->nodes[n->kids[0]].len_min;
+        n->len_max = p->nodes[n->kids[0]].len_max;
+        for (int k = 1; k < n->n_kids; k++) {
+            const pnode *c = &p->nodes[n->kids[k]];
+            if (c->len_min < n->len_min) n->len_min = c->len_min;
+            if (n->len_max != INF) n->len_max = c->len_max == INF || c->len_max > n->len_max ? c->len_max : n->len_max;
+        }
+        break;
+    case P_REP: {
+        const pnode *c = &p->nodes[n->kid];
+        n->len_min = len_min_sat(len_mul(c->len_min, n->min));
+        n->len_max = c->len_max == 0 || n->max == 0 ? 0 : len_mul(c->len_max, n->max);
+        break;
+    }
+    }
+}
+
+/* A set node from s (taken): within DOMAIN, then PREFERRED where that leaves anything. */
+static int set_node(pctx *p, cp_set *s, bool astral) {
+    cp_set r = *s;
+    *s = (cp_set){0};
+    if (!astral) {
+        cp_set dom = SET_OF(DOMAIN), pref = SET_OF(PREFERRED);
+        cp_set in = set_intersect(&r, &dom), kept = set_intersect(&in, &pref);
+        set_free(&r);
+        if (kept.n) {
+            set_free(&in);
+            r = kept;
+        } else {
+            set_free(&kept);
+            r = in;
+        }
+        set_free(&dom);
+        set_free(&pref);
+    }
+    if (!r.n) {
+        set_free(&r);
+        return pfail(p, "a character class that matches no character");
+    }
+    int i = new_node(p, P_SET);
+    if (i < 0) {
+        set_free(&r);
+        return -1;
+    }
+    p->nodes[i].set = r;
+    p->nodes[i].astral = astral;
+    finish(p, i);
+    return i;
+}
+
+static int char_node(pctx *p, uint32_t cp) {
+    cp_set s = {0};
+    set_add(&s, cp, cp);
+    return set_node(p, &s, cp > 0xFFFF);
+}
+
+/* ---- the parser ------------------------------------------------------------------------------ */
+
+static int parse_alt(pctx *p, bool top);
+
+static char peek(const pctx *p, size_t ahead) { return p->pos + ahead < p->len ? p->s[p->pos + ahead] : 0; }
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* n hex digits at the cursor; -1 if there are not n. */
+static long read_hex(pctx *p, int n) {
+    long v = 0;
+    for (int i = 0; i < n; i++) {
+        int d = hex_digit(peek(p, (size_t)i));
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    p->pos += (size_t)n;
+    return v;
+}
+
+/* One UTF-8 character at the cursor. */
+static int read_utf8(pctx *p, uint32_t *cp) {
+    int n = tokd_utf8_decode((const uint8_t *)p->s + p->pos, p->len - p->pos, cp);
+    if (n <= 0) return pfail(p, "invalid UTF-8");
+    p->pos += (size_t)n;
+    return 0;
+}
+
+/* After a backslash: a class escape (sets *set, returns 1) or one character (sets *cp,
+ * returns 0); -1 on error. */
+static int parse_escape(pctx *p, bool in_class, uint32_t *cp, cp_set *set) {
+    char e = peek(p, 0);
+    if (!e) return pfail(p, "the pattern ends with a backslash");
+    p->pos++;
+    switch (e) {
+    case 'd': case 'D': *set = SET_OF(DIGIT); break;
+    case 'w': case 'W': *set = SET_OF(WORD); break;
+    case 's': case 'S': *set = SET_OF(SPACE); break;
+    case 'n': *cp = '\n'; return 0;
+    case 'r': *cp = '\r'; return 0;
+    case 't': *cp = '\t'; return 0;
+    case 'v': *cp = '\v'; return 0;
+    case 'f': *cp = '\f'; return 0;
+    case '0':
+        if (peek(p, 0) >= '0' && peek(p, 0) <= '9') return pfail(p, "octal escapes are not supported");
+        *cp = 0;
+        return 0;
+    case 'b':
+        if (!in_class) return pfail(p, "word boundaries (\\b) are not supported");
+        *cp = '\b';
+        return 0;
+    case 'B': return pfail(p, "word boundaries (\\B) are not supported");
+    case 'c': {
+        char l = peek(p, 0);
+        if (!((l >= 'a' && l <= 'z') || (l >= 'A' && l <= 'Z'))) return pfail(p, "malformed \\c escape");
+        p->pos++;
+        *cp = (uint32_t)l % 32;
+        return 0;
+    }
+    case 'x': {
+        long v = read_hex(p, 2);
+        if (v < 0) return pfail(p, "malformed \\x escape (two hex digits)");
+        *cp = (uint32_t)v;
+        return 0;
+    }
+    case 'u': {
+        if (peek(p, 0) == '{') return pfail(p, "\\u{...} needs the u flag, which JSON Schema patterns do not have");
+        long v = read_hex(p, 4);
+        if (v < 0) return pfail(p, "malformed \\u escape (four hex digits)");
+        if (v >= 0xD800 && v <= 0xDBFF && peek(p, 0) == '\\' && peek(p, 1) == 'u') {
+            size_t at = p->pos;
+            p->pos += 2;
+            long lo = read_hex(p, 4);
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                *cp = 0x10000 + (((uint32_t)v - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+                return 0;
+            }
+            p->pos = at;
+        }
+        if (v >= 0xD800 && v <= 0xDFFF) return pfail(p, "a lone surrogate \\u%04lX", v);
+        *cp = (uint32_t)v;
+        return 0;
+    }
+    case 'k': return pfail(p, "back-references are not supported");
+    case 'p': case 'P': return pfail(p, "Unicode property escapes (\\p) are not supported");
+    default:
+        if (e >= '1' && e <= '9') return pfail(p, "back-references are not supported");
+        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) return pfail(p, "unknown escape \\%c", e);
+        p->pos--;
+        return read_utf8(p, cp) ? -1 : 0; /* an escaped punctuation or other character: itself */
+    }
+    set_norm(set);
+    if (e == 'D' || e == 'W' || e == 'S') set_complement(set);
+    return 1;
+}
+
+/* One member of a class: 1 (a class escape, in *set), 0 (a character, in *cp), -1. */
+static int class_atom(pctx *p, uint32_t *cp, cp_set *set) {
+    int r;
+    if (peek(p, 0) == '\\') {
+        p->pos++;
+        r = parse_escape(p, true, cp, set);
+    } else {
+        r = read_utf8(p, cp) ? -1 : 0;
+    }
+    if (r == 0 && *cp > 0xFFFF) return pfail(p, "characters beyond U+FFFF inside [...] are not supported");
+    return r;
+}
+
+static int parse_class(pctx *p) {
+    p->pos++; /* [ */
+    bool neg = peek(p, 0) == '^';
+    if (neg) p->pos++;
+    if (peek(p, 0) == ']') return pfail(p, "the empty classes [] and [^] are not supported (regex engines read them differently)");
+    cp_set acc = {0};
+    while (peek(p, 0) != ']') {
+        if (p->pos >= p->len) {
+            set_free(&acc);
+            return pfail(p, "missing ']'");
+        }
+        if (peek(p, 0) == '[' && (peek(p, 1) == ':' || peek(p, 1) == '=' || peek(p, 1) == '.')) {
+            set_free(&acc);
+            return pfail(p, "'[%c' inside a class (POSIX classes are not ECMA syntax; escape the '[')", peek(p, 1));
+        }
+        uint32_t a = 0, b = 0;
+        cp_set as = {0}, bs = {0};
+        int ka = class_atom(p, &a, &as), kb = 0;
+        bool range = ka >= 0 && peek(p, 0) == '-' && peek(p, 1) && peek(p, 1) != ']';
+        if (range) {
+            p->pos++;
+            kb = class_atom(p, &b, &bs);
+        }
+        if (ka < 0 || kb < 0 || (range && (ka || kb)) || (range && a > b)) {
+            if (ka >= 0 && kb >= 0) pfail(p, range && (ka || kb) ? "a range bounded by a class escape such as \\d" : "a range out of order");
+            set_free(&as), set_free(&bs), set_free(&acc);
+            return -1;
+        }
+        if (ka) {
+            for (int i = 0; i < as.n; i++) set_add(&acc, as.r[i].lo, as.r[i].hi);
+        } else {
+            set_add(&acc, a, range ? b : a);
+        }
+        set_free(&as), set_free(&bs);
+    }
+    p->pos++; /* ] */
+    set_norm(&acc);
+    if (neg) set_complement(&acc);
+    return set_node(p, &acc, false);
+}
+
+/* At a '{': the length of a quantifier {m}, {m,} or {m,n} there (0: none), its counts (above
+ * MAX_REPEAT: MAX_REPEAT + 1). */
+static size_t quantifier_at(const pctx *p, long *m, long *n) {
+    size_t i = 1;
+    long v[2] = {0, 0};
+    int have[2] = {0, 0};
+    for (int part = 0; part < 2; part++) {
+        while (peek(p, i) >= '0' && peek(p, i) <= '9') {
+            if (v[part] <= MAX_REPEAT) v[part] = v[part] * 10 + (peek(p, i) - '0');
+            have[part]++, i++;
+        }
+        if (!part) {
+            if (!have[0]) return 0;
+            if (peek(p, i) == '}') {
+                *m = *n = v[0];
+                return i + 1;
+            }
+            if (peek(p, i) != ',') return 0;
+            i++;
+        }
+    }
+    if (peek(p, i) != '}') return 0;
+    *m = v[0];
+    *n = have[1] ? v[1] : INF;
+    return i + 1;
+}
+
+static int parse_atom(pctx *p) {
+    char ch = peek(p, 0);
+    long m, n;
+    switch (ch) {
+    case '(': {
+        p->pos++;
+        if (peek(p, 0) == '?') {
+            if (peek(p, 1) != ':') return pfail(p, "groups '(?' other than '(?:' (look-around, named groups) are not supported");
+            p->pos += 2;
+        }
+        if (++p->depth > MAX_DEPTH) return pfail(p, "groups nested deeper than %d", MAX_DEPTH);
+        int g = parse_alt(p, false);
+        p->depth--;
+        if (g < 0) return -1;
+        if (peek(p, 0) != ')') return pfail(p, "missing ')'");
+        p->pos++;
+        return g;
+    }
+    case '[': return parse_class(p);
+    case '.': {
+        p->pos++;
+        cp_set s = SET_OF(LINE_END);
+        set_complement(&s);
+        return set_node(p, &s, false);
+    }
+    case '\\': {
+        p->pos++;
+        uint32_t cp = 0;
+        cp_set s = {0};
+        int k = parse_escape(p, false, &cp, &s);
+        if (k < 0) return -1;
+        return k ? set_node(p, &s, false) : char_node(p, cp);
+    }
+    case '*': case '+': case '?': return pfail(p, "nothing to repeat before '%c'", ch);
+    case '{':
+        if (quantifier_at(p, &m, &n)) return pfail(p, "nothing to repeat before '{'");
+        if (peek(p, 1) == ',') return pfail(p, "'{,n}' is read differently by regex engines; write {0,n}");
+        p->pos++;
+        return char_node(p, '{');
+    default: {
+        uint32_t cp;
+        if (read_utf8(p, &cp)) return -1;
+        return char_node(p, cp);
+    }
+    }
+}
+
+/* An optional quantifier after the atom; returns the atom or its repetition. */
+static int parse_quantifier(pctx *p, int atom) {
+    long m = 0, n = INF;
+    size_t len = 1;
+    switch (peek(p, 0)) {
+    case '*': break;
+    case '+': m = 1; break;
+    case '?': n = 1; break;
+    case '{':
+        len = quantifier_at(p, &m, &n);
+        if (!len) return atom;
+        break;
+    default: return atom;
+    }
+    if (p->nodes[atom].astral)
+        return pfail(p, "a character beyond U+FFFF before a quantifier (ECMA repeats only its second UTF-16 unit)");
+    p->pos += len;
+    if (m > MAX_REPEAT || n > MAX_REPEAT) return pfail(p, "a repetition count above %d", MAX_REPEAT);
+    if (n != INF && n < m) return pfail(p, "numbers out of order in a {m,n} quantifier");
+    if (peek(p, 0) == '?') p->pos++; /* lazy: the same strings */
+    long m2, n2;
+    char c = peek(p, 0);
+    if (c == '*' || c == '+' || c == '?' || (c == '{' && quantifier_at(p, &m2, &n2)))
+        return pfail(p, "nothing to repeat before '%c'", c);
+    int r = new_node(p, P_REP);
+    if (r < 0) return -1;
+    p->nodes[r].kid = atom;
+    p->nodes[r].min = m;
+    p->nodes[r].max = n;
+    finish(p, r);
+    return r;
+}
+
+/* A sequence up to '|', ')' or the end; at the top level with its anchors. */
+static int parse_cat(pctx *p, bool top, bool *start, bool *end) {
+    int cat = new_node(p, P_CAT);
+    if (cat < 0) return -1;
+    if (top && peek(p, 0) == '^') {
+        p->pos++;
+        *start = true;
+    }
+    for (;;) {
+        char ch = peek(p, 0);
+        if (p->pos >= p->len || ch == '|' || ch == ')') break;
+        if (ch == '$') {
+            char next = peek(p, 1);
+            if (top && (p->pos + 1 >= p->len || next == '|')) {
+                p->pos++;
+                *end = true;
+                break;
+            }
+            return pfail(p, "'$' is supported only at the end of the pattern or of a top-level alternative");
+        }
+        if (ch == '^') return pfail(p, "'^' is supported only at the start of the pattern or of a top-level alternative");
+        int atom = parse_atom(p);
+        if (atom >= 0) atom = parse_quantifier(p, atom);
+        if (atom < 0) return -1;
+        add_kid(p, cat, atom);
+    }
+    finish(p, cat);
+    return cat;
+}
+
+static int parse_alt(pctx *p, bool top) {
+    int alt = new_node(p, P_ALT);
+    if (alt < 0) return -1;
+    for (;;) {
+        bool start = false, end = false;
+        int cat = parse_cat(p, top, &start, &end);
+        if (cat < 0) return -1;
+        if (top && (!start || !end)) { /* a search: anything before and after */
+            int w = new_node(p, P_CAT), a = -1, z = -1;
+            if (w < 0 || (!start && (a = new_node(p, P_ANY)) < 0) || (!end && (z = new_node(p, P_ANY)) < 0)) return -1;
+            if (a >= 0) finish(p, a), add_kid(p, w, a);
+            add_kid(p, w, cat);
+            if (z >= 0) finish(p, z), add_kid(p, w, z);
+            finish(p, w);
+            cat = w;
+        }
+        add_kid(p, alt, cat);
+        if (peek(p, 0) != '|') break;
+        p->pos++;
+    }
+    finish(p, alt);
+    return alt;
+}
+
+/* ---- grammar text ---------------------------------------------------------------------------- */
+
+static void put(pctx *p, const char *s) {
+    size_t n = strlen(s);
+    tokd_buf_append(p->out, s, n);
+    p->written += n;
+    if (p->out->len > MAX_OUT || p->written > MAX_WRITTEN)
+        pfail(p, "its grammar grows past %u bytes (with minLength/maxLength: put the length in the pattern)", MAX_OUT);
+}
+
+static void putf(pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(pctx *p, const char *fmt, ...) {
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    put(p, tmp);
+}
+
+static void truncate_to(pctx *p, size_t mark) {
+    p->out->len = mark;
+    if (p->out->data) p->out->data[mark] = 0;
+}
+
+static void put_quant(pctx *p, long m, long n) {
+    if (n == INF) {
+        if (m == 0) put(p, "*");
+        else if (m == 1) put(p, "+");
+        else putf(p, "{%ld,}", m);
+    } else if (m == 0 && n == 1) {
+        put(p, "?");
+    } else if (m == n) {
+        if (m != 1) putf(p, "{%ld}", m);
+    } else {
+        putf(p, "{%ld,%ld}", m, n);
+    }
+}
+
+static void put_cp(pctx *p, uint32_t cp) {
+    if (cp <= 0xFFFF) putf(p, "\\u%04X", cp);
+    else putf(p, "\\U%08X", cp);
+}
+
+/* The JSON text of a set's characters: raw where JSON allows (and tokd's `char` writes them),
+ * else their escapes. */
+static int emit_set(pctx *p, const cp_set *s) {
+    static const uint32_t RAW[][2] = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}, {0x80, 0x10FFFF}};
+    cp_set raw_all = SET_OF(RAW), raw = set_intersect(s, &raw_all);
+    set_free(&raw_all);
+    uint32_t esc[40];
+    int n_esc = 0;
+    for (int i = 0; i < s->n; i++)
+        for (uint32_t c = s->r[i].lo; c <= s->r[i].hi && c < 0x80; c++)
+            if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) esc[n_esc++] = c;
+    bool group = (raw.n > 0) + n_esc > 1;
+    if (group) put(p, "( ");
+    if (raw.n == 1 && raw.r[0].lo == raw.r[0].hi) {
+        put(p, "\"");
+        put_cp(p, raw.r[0].lo);
+        put(p, "\"");
+    } else if (raw.n) {
+        put(p, "[");
+        for (int i = 0; i < raw.n; i++) {
+            put_cp(p, raw.r[i].lo);
+            if (raw.r[i].hi != raw.r[i].lo) put(p, "-"), put_cp(p, raw.r[i].hi);
+        }
+        put(p, "]");
+    }
+    for (int i = 0; i < n_esc; i++) {
+        if (raw.n || i) put(p, " | ");
+        const char *tail = esc[i] == '"' ? "\\\"" : esc[i] == '\\' ? "\\\\" : esc[i] == '\b' ? "b" : esc[i] == '\f' ? "f"
+                         : esc[i] == '\n' ? "n" : esc[i] == '\r' ? "r" : esc[i] == '\t' ? "t" : NULL;
+        if (tail) putf(p, "\"\\\\%s\"", tail);
+        else putf(p, "\"\\\\u%04x\"", esc[i]);
+    }
+    if (group) put(p, " )");
+    set_free(&raw);
+    return p->failed ? -1 : 0;
+}
+
+static int emit(pctx *p, int i);
+
+/* L(node) without the empty string; the node must match something non-empty. */
+static int emit_nonempty(pctx *p, int i) {
+    if (p->failed) return -1;
+    const pnode *n = &p->nodes[i];
+    if (n->len_min > 0) return emit(p, i);
+    int rc = 0;
+    bool first = true;
+    switch (n->type) {
+    case P_ANY: put(p, "char1+"); return 0;
+    case P_ALT:
+        put(p, "( ");
+        for (int k = 0; k < n->n_kids && !rc; k++) {
+            if (!p->nodes[n->kids[k]].len_max) continue;
+            if (!first) put(p, " | ");
+            first = false;
+            rc = emit_nonempty(p, n->kids[k]);
+        }
+        put(p, " )");
+        return rc;
+    case P_CAT: /* every kid can be empty: the first non-empty one, then the rest */
+        put(p, "( ");
+        for (int k = 0; k < n->n_kids && !rc; k++) {
+            if (!p->nodes[n->kids[k]].len_max) continue;
+            if (!first) put(p, " | ");
+            first = false;
+            rc = emit_nonempty(p, n->kids[k]);
+            for (int j = k + 1; j < n->n_kids && !rc; j++) put(p, " "), rc = emit(p, n->kids[j]);
+        }
+        put(p, " )");
+        return rc;
+    case P_REP: { /* a first non-empty copy, then up to max - 1 more (n is optional) */
+        const pnode *k = &p->nodes[n->kid];
+        put(p, "( ");
+        rc = emit_nonempty(p, n->kid);
+        if (!rc && n->max == INF) {
+            put(p, " ( ");
+            rc = k->len_min ? emit(p, n->kid) : emit_nonempty(p, n->kid);
+            put(p, " )*");
+        } else if (!rc && n->max > 1) {
+            put(p, " ( ");
+            rc = emit(p, n->kid);
+            put(p, " )");
+            put_quant(p, 0, n->max - 1);
+        }
+        put(p, " )");
+        return rc;
+    }
+    default: return emit(p, i);
+    }
+}
+
+static int emit(pctx *p, int i) {
+    if (p->failed) return -1;
+    const pnode *n = &p->nodes[i];
+    int rc = 0;
+    switch (n->type) {
+    case P_SET: return emit_set(p, &n->set);
+    case P_ANY: put(p, "char1*"); return 0;
+    case P_CAT:
+    case P_ALT:
+        if (!n->n_kids) {
+            put(p, "\"\"");
+            return 0;
+        }
+        put(p, "( ");
+        for (int k = 0; k < n->n_kids && !rc; k++) {
+            if (k) put(p, n->type == P_ALT ? " | " : " ");
+            rc = emit(p, n->kids[k]);
+        }
+        put(p, " )");
+        return rc;
+    case P_REP: {
+        const pnode *k = &p->nodes[n->kid];
+        if (!n->len_max) {
+            put(p, "\"\"");
+            return 0;
+        }
+        put(p, "( ");
+        if (n->max == INF && !k->len_min) { /* x{m,} with x optional is x*: its non-empty strings, starred */
+            rc = emit_nonempty(p, n->kid);
+            put(p, " )*");
+            return rc;
+        }
+        rc = emit(p, n->kid);
+        put(p, " )");
+        put_quant(p, n->min, n->max);
+        return rc;
+    }
+    }
+    return 0;
+}
+
+static bool fixed_len(const pnode *n) { return n->len_max != INF && n->len_min == n->len_max; }
+
+static int emit_bounded(pctx *p, int i, long lo, long hi);
+
+/* The node for kids[1..] of a concatenation. */
+static int tail_node(pctx *p, int i) {
+    if (p->nodes[i].tail) return p->nodes[i].tail;
+    int t = new_node(p, P_CAT);
+    if (t < 0) return -1;
+    for (int k = 1; k < p->nodes[i].n_kids; k++) add_kid(p, t, p->nodes[i].kids[k]);
+    finish(p, t);
+    p->nodes[i].tail = t;
+    return t;
+}
+
+/* x{m,n} whose x varies in length (never empty) as ( x x{m-1,n-1} ), or ( "" | x x{0,n-1} )
+ * when m is 0, so that emit_cat_bounded can share the bounds between the copies; with no n,
+ * as many copies as fit in the string's maxLength (every bound below it is tighter). */
+static int unrolled(pctx *p, int i) {
+    if (p->nodes[i].tail) return p->nodes[i].tail;
+    int x = p->nodes[i].kid;
+    long m = p->nodes[i].min, n = p->nodes[i].max, x_min = p->nodes[x].len_min;
+    if (n == INF) {
+        if (p->max_len < 0) return pfail(p, "with minLength only, a repetition without maximum of a part whose length varies is not supported");
+        n = p->max_len / x_min;
+    }
+    int rest = new_node(p, P_REP), cat = rest < 0 ? -1 : new_node(p, P_CAT);
+    if (cat < 0) return -1;
+    p->nodes[rest].kid = x;
+    p->nodes[rest].min = m > 0 ? m - 1 : 0;
+    p->nodes[rest].max = n > 0 ? n - 1 : 0;
+    finish(p, rest);
+    add_kid(p, cat, x);
+    add_kid(p, cat, rest);
+    finish(p, cat);
+    int u = cat;
+    if (!m) {
+        int alt = new_node(p, P_ALT), empty = alt < 0 ? -1 : new_node(p, P_CAT);
+        if (empty < 0) return -1;
+        finish(p, empty);
+        add_kid(p, alt, empty);
+        add_kid(p, alt, cat);
+        finish(p, alt);
+        u = alt;
+    }
+    p->nodes[i].tail = u;
+    return u;
+}
+
+static long sub_lo(long lo, long f) { return lo > f ? lo - f : 0; }
+
+/* head then tail, the pair's length within lo..hi (emit_bounded's returns). */
+static int emit_pair_bounded(pctx *p, int h, long h_lo, long h_hi, int t, long t_lo, long t_hi) {
+    if (t_hi < -1 || h_hi < -1) return 1; /* a maximum below zero */
+    size_t mark = p->out->len;
+    put(p, "( ");
+    int rc = emit_bounded(p, h, h_lo, h_hi);
+    if (!rc) put(p, " "), rc = emit_bounded(p, t, t_lo, t_hi);
+    put(p, " )");
+    if (rc == 1) truncate_to(p, mark);
+    return p->failed ? -1 : rc;
+}
+
+/* A concatenation (two kids or more) within lo..hi: the head and the tail (kids[1..]) share
+ * the bounds. When both vary in length, one alternative per length L of the head (up to the
+ * maximum; with no maximum, up to where the tail's own minimum meets lo, then one
+ * alternative for every longer head). */
+static int emit_cat_bounded(pctx *p, int i, long lo, long hi) {
+    int h = p->nodes[i].kids[0], t = tail_node(p, i);
+    if (t < 0) return -1;
+    const pnode *H = &p->nodes[h], *T = &p->nodes[t];
+    long h_min = H->len_min, l_max = H->len_max, t_min = T->len_min, last = hi < 0 ? lo - t_min : INF;
+    if (fixed_len(H)) return emit_pair_bounded(p, h, h_min, h_min, t, sub_lo(lo, h_min), hi < 0 ? -1 : hi - h_min);
+    if (fixed_len(T)) return emit_pair_bounded(p, h, sub_lo(lo, t_min), hi < 0 ? -1 : hi - t_min, t, t_min, t_min);
+    if (hi >= 0 && (l_max == INF || l_max > hi - t_min)) l_max = hi - t_min;
+    size_t mark = p->out->len;
+    put(p, "( ");
+    bool any = false;
+    for (long L = h_min; (l_max == INF || L <= l_max) && (last == INF || L < last) && !p->failed; L++) {
+        size_t before = p->out->len;
+        if (any) put(p, " | ");
+        int rc = emit_pair_bounded(p, h, L, L, t, sub_lo(lo, L), hi < 0 ? -1 : hi - L);
+        if (rc < 0) return -1;
+        if (rc == 1) truncate_to(p, before);
+        else any = true;
+    }
+    if (last != INF) { /* every longer head: the tail as it is */
+        size_t before = p->out->len;
+        if (any) put(p, " | ");
+        int rc = emit_pair_bounded(p, h, last > h_min ? last : h_min, -1, t, 0, -1);
+        if (rc < 0) return -1;
+        if (rc == 1) truncate_to(p, before);
+        else any = true;
+    }
+    put(p, " )");
+    if (!any) truncate_to(p, mark);
+    return p->failed ? -1 : any ? 0 : 1;
+}
+
+/* L(node) restricted to lengths lo..hi (hi < 0: no maximum): 0 written, 1 no string fits
+ * (nothing written), -1 refused. */
+static int emit_bounded(pctx *p, int i, long lo, long hi) {
+    if (p->failed) return -1;
+    const pnode *n = &p->nodes[i];
+    if (n->len_min >= lo && (hi < 0 || (n->len_max != INF && n->len_max <= hi))) return emit(p, i);
+    if ((n->len_max != INF && n->len_max < lo) || (hi >= 0 && n->len_min > hi)) return 1;
+    size_t mark = p->out->len;
+    int rc = 0;
+    switch (n->type) {
+    case P_ANY:
+        put(p, "char1");
+        put_quant(p, lo, hi < 0 ? INF : hi);
+        return 0;
+    case P_REP: {
+        const pnode *k = &p->nodes[n->kid];
+        if (!k->len_min) break;
+        if (!fixed_len(k)) {
+            int u = unrolled(p, i);
+            return u < 0 ? -1 : emit_bounded(p, u, lo, hi);
+        }
+        long f = k->len_min, c_lo = (lo + f - 1) / f, c_hi = hi < 0 ? INF : hi / f;
+        if (c_lo < n->min) c_lo = n->min;
+        if (c_hi == INF || (n->max != INF && n->max < c_hi)) c_hi = n->max;
+        if (c_hi != INF && c_lo > c_hi) return 1;
+        put(p, "( ");
+        rc = emit(p, n->kid);
+        put(p, " )");
+        put_quant(p, c_lo, c_hi);
+        return rc;
+    }
+    case P_CAT: return n->n_kids == 1 ? emit_bounded(p, n->kids[0], lo, hi) : emit_cat_bounded(p, i, lo, hi);
+    case P_ALT: {
+        put(p, "( ");
+        bool any = false;
+        for (int k = 0; k < p->nodes[i].n_kids; k++) { /* (nodes may move: emit_bounded adds tails) */
+            size_t before = p->out->len;
+            if (any) put(p, " | ");
+            rc = emit_bounded(p, p->nodes[i].kids[k], lo, hi);
+            if (rc < 0) return -1;
+            if (rc == 1) truncate_to(p, before);
+            else any = true;
+        }
+        put(p, " )");
+        if (!any) truncate_to(p, mark);
+        return p->failed ? -1 : any ? 0 : 1;
+    }
+    default: break;
+    }
+    return pfail(p, "with minLength/maxLength, a repetition of a part that can be empty is not supported; "
+                    "put the length in the pattern");
+}
+
+int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, tokd_buf *out, char *msg, size_t msg_size) {
+    pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true,
+              .max_len = max_len};
+    int root = parse_alt(&p, true);
+    if (root >= 0 && p.pos < p.len) root = pfail(&p, "unmatched ')'");
+    p.parsing = false;
+    int rc = -1;
+    if (root >= 0) {
+        put(&p, "\"\\\"\" ");
+        rc = emit_bounded(&p, root, min_len, max_len);
+        if (rc == 1) {
+            if (max_len < 0) snprintf(msg, msg_size, "json schema: no string of %ld or more code points matches 'pattern'", min_len);
+            else snprintf(msg, msg_size, "json schema: no string of %ld to %ld code points matches 'pattern'", min_len, max_len);
+            rc = -1;
+        }
+        put(&p, " \"\\\"\"");
+    }
+    for (int i = 0; i < p.n_nodes; i++) {
+        set_free(&p.nodes[i].set);
+        free(p.nodes[i].kids);
+    }
+    free(p.nodes);
+    return rc;
+}

@@ -1,0 +1,18 @@
+/* json_schema_pattern.h — a JSON Schema `pattern` (ECMA-262 regular expression) as a grammar
+ * expression for the JSON text of a string whose value it matches (json_schema_pattern.c). */
+#ifndef TOKD_JSON_SCHEMA_PATTERN_H
+#define TOKD_JSON_SCHEMA_PATTERN_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+/* Append to out a grammar expression, quotes included, for JSON strings whose value matches
+ * `pattern` (searched, as JSON Schema does: unanchored unless it starts with ^ / ends with $)
+ * and has between min_len and max_len code points (max_len < 0: no maximum). It refers to
+ * the rule `char1` (a JSON string character other than a \u escape of a surrogate). 0, or -1 with a one-line reason in msg
+ * ("json schema: 'pattern' ...") when the pattern is outside the supported subset or no
+ * string can satisfy it. */
+int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, tokd_buf *out, char *msg, size_t msg_size);
+
+#endif

@@ -1,0 +1,407 @@
+/* test_json_pattern.c — JSON Schema `pattern` (json_schema_pattern.c): strings a pattern must
+ * admit and must not, patterns refused by name, random walks through each grammar whose
+ * completed strings PCRE2 checks (in ECMA's readings: \u escapes, $ only at the very end,
+ * ASCII classes), and a random-weight model generating under pattern schemas. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <cjson/cJSON.h>
+#include <pcre2.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "grammar.h"
+#include "t.h"
+#include "unicode_utf8.h"
+
+/* A string schema with a pattern and optional bounds (-1: absent). */
+static cJSON *pattern_schema(const char *pattern, int min_len, int max_len) {
+    cJSON *js = cJSON_CreateObject();
+    cJSON_AddStringToObject(js, "type", "string");
+    cJSON_AddStringToObject(js, "pattern", pattern);
+    if (min_len >= 0) cJSON_AddNumberToObject(js, "minLength", min_len);
+    if (max_len >= 0) cJSON_AddNumberToObject(js, "maxLength", max_len);
+    return js;
+}
+
+static tokd_grammar *pattern_grammar(const char *pattern, int min_len, int max_len, tokd_err *e) {
+    cJSON *js = pattern_schema(pattern, min_len, max_len);
+    tokd_grammar *g = tokd_grammar_from_json_schema(js, false, e);
+    cJSON_Delete(js);
+    return g;
+}
+
+/* Does the grammar admit the JSON text of value (as cJSON writes it: the canonical escapes)? */
+static bool admits(const tokd_grammar *g, const char *value) {
+    cJSON *s = cJSON_CreateString(value);
+    char *text = cJSON_PrintUnformatted(s);
+    bool ok = tokd_grammar_match(g, text, strlen(text));
+    free(text);
+    cJSON_Delete(s);
+    return ok;
+}
+
+typedef struct {
+    const char *pattern;
+    int min_len, max_len;
+    const char *yes[6], *no[8];
+} pcase;
+
+static void test_cases(void) {
+    static const pcase cases[] = {
+        {"^[a-z]+@[a-z]+\\.com$", -1, -1, {"a@b.com", "xyz@example.com"}, {"a@b.org", "@b.com", "a@.com", "A@b.com", "a@b.com "}},
+        {"abc", -1, -1, {"abc", "xxabcyy", "ab abc", "\"abc\n"}, {"ab", "acb", "", "ABC"}}, /* a search */
+        {"^ab", -1, -1, {"ab", "abc\n"}, {"xab", "a"}},
+        {"cd$", -1, -1, {"cd", "\t\"cd"}, {"cdx", "c"}},
+        {"x|^y|z$", -1, -1, {"-x-", "yes", "az"}, {"ay", "za", ""}},
+        {"^\\d{3}-\\d{4}$", -1, -1, {"555-1234"}, {"55-1234", "5555-123", "abc-defg", "555-12345"}},
+        {"^(a|bc)*d?$", -1, -1, {"", "abca", "bcd", "d"}, {"b", "dd", "ad a"}},
+        {"^(a?)*$", -1, -1, {"", "aaaa"}, {"b"}},
+        {"^((a?b?)*c?)*d$", -1, -1, {"d", "abcbad", "cccd"}, {"", "dd", "abc"}},
+        {"^[^a-z]+$", -1, -1, {"ABC", "12\"3", "\xc3\x89T\xc3\x89", "\\"}, {"", "aB", "Ab"}},
+        {"^.{2,3}$", -1, -1, {"ab", "\"\\x", "\xe4\xb8\xad\xe6\x96\x87"}, {"a", "abcd", "a\n", "\r\n"}},
+        {"^\\S+\\s\\S+$", -1, -1, {"a b", "x\ty", "\"q\" \\"}, {"ab", "a  b", "a\xc2\xa0" "b"}},
+        {"^\\w\\W\\D$", -1, -1, {"_!x", "a b"}, {"a_1", "!!x", "ab1"}},
+        {"^[\\s\\S]{3}$", -1, -1, {"a\nb", "\" \\"}, {"ab", "abcd"}},
+        {"^[\\x41-\\x43\\u00e9]+$", -1, -1, {"ABC", "\xc3\xa9" "A"}, {"D", "abc"}},
+        {"^\\u00e9+\\x41$", -1, -1, {"\xc3\xa9\xc3\xa9" "A"}, {"A", "eA"}},
+        {"^\\uD83D\\uDE00\\t\xf0\x9f\x98\x81$", -1, -1, {"\xf0\x9f\x98\x80\t\xf0\x9f\x98\x81"}, {"\xf0\x9f\x98\x80\t"}},
+        {"^[\\]\\-\\\\]\\.\\*\\(\\)\\/$", -1, -1, {"].*()/", "-.*()/", "\\.*()/"}, {"a.*()/"}},
+        {"^a{2}b{1,}c{0,2}$", -1, -1, {"aab", "aabbbcc"}, {"ab", "aa", "aabccc"}},
+        {"^(?:[A-Z][a-z]*\\s?)+$", -1, -1, {"Hello World", "A"}, {"hello", " A"}},
+        {"^[\\b]\\cA$", -1, -1, {"\b\x01"}, {"b\x01"}},
+        {"^{x}]$", -1, -1, {"{x}]"}, {"x"}}, /* braces and ] that cannot be syntax are literals */
+        /* lengths pushed into the pattern */
+        {"^[a-z]+$", 2, 4, {"ab", "abcd"}, {"a", "abcde", ""}},
+        {"^ab", -1, 5, {"ab", "abxyz"}, {"abxyzw", "a"}},
+        {"^x[a-z]*y$", 5, 5, {"xabcy"}, {"xaby", "xabcdy"}},
+        {"^(a|bb)c*$", 3, 4, {"acc", "bbc", "bbcc", "accc"}, {"ac", "bbccc", "acccc"}},
+        {"^[a-z]+@[a-z]+$", -1, 6, {"a@b", "abc@de"}, {"abcd@ef", "a@bcdef"}},
+        {"^[a-z]+@[a-z]+$", 5, -1, {"ab@cd", "a@bcdefgh"}, {"a@b", "ab@c"}},
+        {"x", 2, 3, {"xy", "axb", "aax"}, {"x", "aaxb", "ab"}},
+        {"^\\d+$", 3, -1, {"123", "12345678"}, {"12"}},
+        {"^(ab|cde)+$", 4, 6, {"abab", "cdeab", "abcde", "cdecde", "ababab"}, {"ab", "cde", "abababab", "cdeabab"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const pcase *c = &cases[i];
+        tokd_err e = {{0}};
+        tokd_grammar *g = pattern_grammar(c->pattern, c->min_len, c->max_len, &e);
+        CHECK(g != NULL, "pattern %s: %s", c->pattern, e.msg);
+        if (!g) continue;
+        for (int k = 0; k < 6 && c->yes[k]; k++) CHECK(admits(g, c->yes[k]), "pattern %s should admit \"%s\"", c->pattern, c->yes[k]);
+        for (int k = 0; k < 8 && c->no[k]; k++) CHECK(!admits(g, c->no[k]), "pattern %s should not admit \"%s\"", c->pattern, c->no[k]);
+        tokd_grammar_free(g);
+    }
+    /* one spelling of each character: the canonical escapes only */
+    tokd_err e = {{0}};
+    tokd_grammar *g = pattern_grammar("^.+$", -1, -1, &e);
+    CHECK(g && tokd_grammar_match(g, "\"a\\\"\\\\\\t\"", 9), "canonical escapes admitted");
+    CHECK(g && !tokd_grammar_match(g, "\"\\u0061\"", 8) && !tokd_grammar_match(g, "\"\\/\"", 4), "other spellings not");
+    tokd_grammar_free(g);
+    g = pattern_grammar("^\\0$", -1, -1, &e); /* NUL: no C string holds it */
+    CHECK(g && tokd_grammar_match(g, "\"\\u0000\"", 8), "\\0 is \\u0000");
+    tokd_grammar_free(g);
+}
+
+static void test_refusals(void) {
+    static const char *const refused[][2] = {
+        {"(?=a)", "look-around"},
+        {"(?<n>a)", "look-around, named groups"},
+        {"\\bx", "word boundaries"},
+        {"x\\B", "word boundaries"},
+        {"(a)\\1", "back-references"},
+        {"\\k<n>", "back-references"},
+        {"^a$b", "'$' is supported only at the end"},
+        {"a^b", "'^' is supported only at the start"},
+        {"(^a)", "'^' is supported only at the start"},
+        {"a{,3}", "'{,n}'"},
+        {"a**", "nothing to repeat"},
+        {"*a", "nothing to repeat"},
+        {"a{2}{3}", "nothing to repeat"},
+        {"[]", "empty classes"},
+        {"[^]", "empty classes"},
+        {"[z-a]", "out of order"},
+        {"[\\d-z]", "class escape"},
+        {"[[:alpha:]]", "POSIX"},
+        {"\\p{L}", "property escapes"},
+        {"\\q", "unknown escape \\q"},
+        {"\\012", "octal"},
+        {"\\x4", "malformed \\x"},
+        {"\\u12", "malformed \\u"},
+        {"\\u{1F600}", "u flag"},
+        {"\\uD800", "lone surrogate"},
+        {"\xf0\x9f\x98\x80+", "before a quantifier"},
+        {"[\xf0\x9f\x98\x80]", "inside [...]"},
+        {"a{10001}", "above 10000"},
+        {"a{3,2}", "out of order"},
+        {"(a", "missing ')'"},
+        {"a)", "unmatched ')'"},
+        {"[ab", "missing ']'"},
+        {"a\\", "ends with a backslash"},
+        {"[^\\s\\S]", "matches no character"},
+        {"\xff", "invalid UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        tokd_err e = {{0}};
+        tokd_grammar *g = pattern_grammar(refused[i][0], -1, -1, &e);
+        CHECK(g == NULL && strstr(e.msg, refused[i][1]) && strstr(e.msg, "json schema: 'pattern'") && !strchr(e.msg, '\n'),
+              "pattern %s: want '%s', got '%s'", refused[i][0], refused[i][1], g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+    }
+    static const struct {
+        const char *pattern;
+        int min_len, max_len;
+        const char *want;
+    } bounded[] = {
+        {"^(a?){2}x*$", 1, 2, "a repetition of a part that can be empty"},
+        {"^(ab|cde)+$", 4, -1, "with minLength only"},
+        {"^ab$", 3, 4, "no string of 3 to 4 code points"},
+        {"^.{5}$", 6, -1, "no string of 6 or more"},
+    };
+    for (size_t i = 0; i < sizeof bounded / sizeof *bounded; i++) {
+        tokd_err e = {{0}};
+        tokd_grammar *g = pattern_grammar(bounded[i].pattern, bounded[i].min_len, bounded[i].max_len, &e);
+        CHECK(g == NULL && strstr(e.msg, bounded[i].want), "pattern %s %d..%d: got '%s'", bounded[i].pattern, bounded[i].min_len,
+              bounded[i].max_len, g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+    }
+    /* beside format, or not a string */
+    const char *schemas[][2] = {
+        {"{\"type\":\"string\",\"pattern\":\"^a\",\"format\":\"date\"}", "'pattern' with 'format'"},
+        {"{\"type\":\"string\",\"pattern\":5}", "pattern must be a string"},
+        {"{\"allOf\":[{\"pattern\":\"^a\"},{\"pattern\":\"b$\"}]}", "'pattern' both beside and inside"},
+    };
+    for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
+        tokd_err e = {{0}};
+        cJSON *js = cJSON_Parse(schemas[i][0]);
+        tokd_grammar *g = tokd_grammar_from_json_schema(js, false, &e);
+        CHECK(g == NULL && strstr(e.msg, schemas[i][1]), "schema %s: got '%s'", schemas[i][0], g ? "(ok)" : e.msg);
+        tokd_grammar_free(g);
+        cJSON_Delete(js);
+    }
+    /* a grammar too large is refused, not built */
+    tokd_err e = {{0}};
+    tokd_grammar *g = pattern_grammar("^(.{100}|x){100}$", -1, -1, &e);
+    tokd_grammar_free(g);
+    g = pattern_grammar("^[a-z]*[0-9]*[a-z]*[0-9]*[a-z]*[0-9]*$", -1, 10000, &e);
+    CHECK(g == NULL && strstr(e.msg, "grows past"), "an enumeration too large: got '%s'", g ? "(ok)" : e.msg);
+    tokd_grammar_free(g);
+}
+
+/* ---- random walks, checked by PCRE2 ------------------------------------------------------------ */
+
+/* The value of the JSON string text j (n bytes, quotes included, as the grammar writes it). */
+static size_t json_value(const char *j, size_t n, char *v, long *cps) {
+    cJSON *s = cJSON_ParseWithLength(j, n); /* validates; the value is decoded below (NUL-safe) */
+    bool ok = cJSON_IsString(s);
+    cJSON_Delete(s);
+    if (!ok) return (size_t)-1;
+    size_t o = 0;
+    *cps = 0;
+    for (size_t i = 1; i + 1 < n; ++*cps) {
+        if (j[i] != '\\') {
+            size_t len = tokd_utf8_lead_len((uint8_t)j[i]);
+            memcpy(v + o, j + i, len), o += len, i += len;
+            continue;
+        }
+        char e = j[i + 1];
+        i += 2;
+        if (e != 'u') {
+            v[o++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
+            continue;
+        }
+        char hex[5] = {j[i], j[i + 1], j[i + 2], j[i + 3], 0};
+        uint32_t c = (uint32_t)strtoul(hex, NULL, 16);
+        i += 4;
+        if (c >= 0xD800 && c < 0xDC00 && j[i] == '\\') {
+            char lo[5] = {j[i + 2], j[i + 3], j[i + 4], j[i + 5], 0};
+            c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)strtoul(lo, NULL, 16) - 0xDC00);
+            i += 6;
+        }
+        o += tokd_utf8_encode(c, v + o);
+    }
+    return o;
+}
+
+/* Pieces a walk appends: printable ASCII, some multi-byte characters, and JSON escapes. */
+static const char *const PIECES[] = {
+    "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xc2\xa0", "\xe2\x80\xa8", "\xd9\xa3", "\\\"", "\\\\", "\\n", "\\t", "\\r",
+    "\\u0001", "\\u00e9", "\\/", "\\b", "\\f", "\\u000b", "\\u0000", "\\ud83d\\ude00", "\\u007f"};
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint32_t rnd(uint32_t n) {
+    rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+/* n_walks random walks through the grammar of (pattern, bounds): every completed string must
+ * match under PCRE2 and have a length within the bounds; returns the number completed. */
+static int walk(const char *pattern, int min_len, int max_len, int n_walks) {
+    tokd_err e = {{0}};
+    tokd_grammar *g = pattern_grammar(pattern, min_len, max_len, &e);
+    CHECK(g != NULL, "pattern %s: %s", pattern, e.msg);
+    if (!g) return 0;
+    int code;
+    PCRE2_SIZE at;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
+                                   &code, &at, NULL);
+    CHECK(re != NULL, "PCRE2 compiles %s", pattern);
+    pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+    tokd_grammar_state *s = tokd_grammar_state_new(g, NULL);
+    int n_pieces = 95 + (int)(sizeof PIECES / sizeof *PIECES), done = 0, bad = 0;
+    char text[4096], value[4096];
+    for (int w = 0; w < n_walks && re; w++) {
+        tokd_grammar_state_reset(s);
+        size_t n = 1;
+        text[0] = '"';
+        CHECK(tokd_grammar_accept_bytes(s, "\"", 1) == 0, "opening quote");
+        int want_len = (int)rnd(40);
+        for (int step = 0; step < 300 && !tokd_grammar_done(s); step++) {
+            bool took = false;
+            int start = (int)rnd((uint32_t)n_pieces);
+            bool close_first = step >= want_len;
+            if (close_first && !tokd_grammar_accept_bytes(s, "\"", 1)) text[n++] = '"', took = true;
+            for (int k = 0; k < n_pieces && !took; k++) { /* every piece from a random start */
+                int pi = (start + k) % n_pieces;
+                char one[2] = {(char)(' ' + pi), 0};
+                const char *piece = pi < 95 ? one : PIECES[pi - 95];
+                if (pi == '"' - ' ' && !close_first && k + 1 < n_pieces) continue; /* closing comes last */
+                size_t len = strlen(piece);
+                if (n + len + 1 < sizeof text && !tokd_grammar_accept_bytes(s, piece, len)) memcpy(text + n, piece, len), n += len, took = true;
+            }
+            if (!took && !tokd_grammar_accept_bytes(s, "\"", 1)) text[n++] = '"', took = true;
+            if (!took) break;
+        }
+        if (!tokd_grammar_done(s)) continue;
+        long cps = 0;
+        size_t v_len = json_value(text, n, value, &cps);
+        bool ok = v_len != (size_t)-1 && cps >= (min_len < 0 ? 0 : min_len) && (max_len < 0 || cps <= max_len) &&
+                  pcre2_match(re, (PCRE2_SPTR)value, v_len, 0, 0, md, NULL) >= 0;
+        if (!ok && bad++ < 3) CHECK(0, "pattern %s (%d..%d): the grammar wrote %.*s", pattern, min_len, max_len, (int)n, text);
+        done++;
+    }
+    CHECK(bad == 0, "pattern %s: %d of %d outputs do not match", pattern, bad, done);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    return done;
+}
+
+static void test_walks(void) {
+    static const struct {
+        const char *pattern;
+        int min_len, max_len;
+    } walks[] = {
+        {"^[a-z]+@[a-z]+\\.com$", -1, -1}, {"b\\d", -1, -1}, {"x|^y|z$", -1, -1}, {"^\\d{3}-\\d{4}$", -1, -1},
+        {"^(a|bc)*d?$", -1, -1}, {"^(a?)*$", -1, -1}, {"^((a?b?)*c?)*d$", -1, -1}, {"^[^a-z]+$", -1, -1},
+        {"^.{2,5}$", -1, -1}, {"^\\S+$", -1, -1}, {"^\\W\\D\\s$", -1, -1}, {"^[\\s\\S]{3}$", -1, -1},
+        {"^[^\\s]{2}[^\\S]$", -1, -1}, {"^[^\\W\\d]+$", -1, -1}, {"^\"\\\\", -1, -1}, {"^(?:[A-Z][a-z]*\\s?)+$", -1, -1},
+        {"^\\u00e9+\\x41$", -1, -1}, {"^$", -1, -1}, {"", -1, -1}, {"^[\\x00-\\x1f]*$", -1, -1}, {"^[^\"]*$", -1, -1},
+        {"^(|a)+$", -1, -1}, {"^a{2,}?b{0,3}$", -1, -1}, {"^\xf0\x9f\x98\x80.$", -1, -1}, {"^[^\\x20-\\x7e]*$", -1, -1},
+        {"^(https?|ftp)://[^\\s/$.?#].[^\\s]*$", -1, -1}, {"^#[0-9a-fA-F]{6}$", -1, -1}, {"^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", -1, -1},
+        {"^(\\d+(\\.\\d+)?|\\.\\d+)$", -1, -1}, {"^[\\b\\cJ\\v\\f]+$", -1, -1}, {"^[\\-\\]]+\\{\\}$", -1, -1},
+        {"^[a-z]+$", 2, 4}, {"^ab", 0, 5}, {"^x[a-z]*y$", 5, 5}, {"^(a|bb)c*$", 3, 4}, {"^[a-z]+@[a-z]+$", 0, 10},
+        {"^[a-z]+@[a-z]+$", 8, -1}, {"x", 0, 5}, {"x", 3, -1}, {"^.*$", 3, 7}, {"^(a|b|cd)?e*$", 2, 2}, {"(ab)+", 0, 6}, {"^(ab|cde)+$", 4, 6}, {"^(ab|cde){2,}x?$", 0, 9},
+    };
+    for (size_t i = 0; i < sizeof walks / sizeof *walks; i++) {
+        int done = walk(walks[i].pattern, walks[i].min_len, walks[i].max_len, 150);
+        CHECK(done > 0, "pattern %s (%d..%d): no walk completed", walks[i].pattern, walks[i].min_len, walks[i].max_len);
+    }
+}
+
+/* ---- a model writing under pattern schemas -------------------------------------------------- */
+
+static void collect(void *ud, const char *text, size_t len) { tokd_buf_append(ud, text, len); }
+
+static bool field_matches(const cJSON *doc, const char *key, const char *pattern, int max_len) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    if (!cJSON_IsString(v)) return false;
+    int code;
+    PCRE2_SIZE at;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
+                                   &code, &at, NULL);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    bool ok = pcre2_match(re, (PCRE2_SPTR)v->valuestring, strlen(v->valuestring), 0, 0, md, NULL) >= 0;
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    long cps = 0;
+    for (const char *c = v->valuestring; *c; c++) cps += ((unsigned char)*c & 0xC0) != 0x80;
+    return ok && (max_len < 0 || cps <= max_len);
+}
+
+static void test_model(int n_runs) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
+    tokd_err e = {{0}};
+    tokd_model *m = tokd_model_load(path, &e);
+    CHECK(m != NULL, "load %s: %s", path, e.msg);
+    if (!m) return;
+    tokd_ctx_params cp;
+    tokd_ctx_params_default(&cp);
+    cp.n_ctx = 1024;
+    cp.n_threads = 1;
+    tokd_ctx *c = tokd_ctx_new(m, &cp, &e);
+    tokd_grammar_vocab *v = tokd_grammar_vocab_new(m->tok);
+    static const char *SCHEMA =
+        "{\"type\":\"object\",\"properties\":{"
+        "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3,5}$\"},"
+        "\"mail\":{\"type\":\"string\",\"pattern\":\"^[a-z.]+@[a-z]+\\\\.(com|org)$\",\"maxLength\":24},"
+        "\"note\":{\"type\":\"string\",\"pattern\":\"ok|fine\",\"maxLength\":12},"
+        "\"free\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s\\\"]*$\",\"maxLength\":8}},"
+        "\"required\":[\"id\",\"mail\",\"note\",\"free\"]}";
+    cJSON *schema = cJSON_Parse(SCHEMA);
+    tokd_grammar *g = tokd_grammar_from_json_schema(schema, false, &e);
+    CHECK(g != NULL, "schema: %s", e.msg);
+    tokd_grammar_state *s = g ? tokd_grammar_state_new(g, v) : NULL;
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    tokd_tokenize(m->tok, "Answer in JSON:", 15, true, false, &prompt, &n_prompt, &e);
+    int fails = 0;
+    long tokens = 0;
+    for (int run = 0; s && run < n_runs; run++) {
+        tokd_grammar_state_reset(s);
+        tokd_buf out = {0};
+        tokd_gen_params gp;
+        tokd_gen_params_default(&gp);
+        gp.sampling.temperature = 1.0f;
+        gp.sampling.top_k = 0;
+        gp.sampling.top_p = 1.0f;
+        gp.sampling.min_p = 0.0f;
+        gp.sampling.seed = 2000u + (uint64_t)run;
+        gp.n_predict = 600;
+        gp.grammar = s;
+        gp.on_text = collect;
+        gp.ud = &out;
+        tokd_gen_stats st;
+        int rc = tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &e);
+        const char *text = out.data ? out.data : "";
+        tokens += st.n_gen;
+        if (!run) fprintf(stderr, "tiny-llama-f32 under pattern schemas, first output: %s\n", text);
+        cJSON *doc = rc ? NULL : cJSON_ParseWithOpts(text, NULL, true);
+        bool ok = doc && st.finish == TOKD_FINISH_EOG && field_matches(doc, "id", "^[A-Z]{2}-\\d{3,5}$", -1) &&
+                  field_matches(doc, "mail", "^[a-z.]+@[a-z]+\\.(com|org)$", 24) && field_matches(doc, "note", "ok|fine", 12) &&
+                  field_matches(doc, "free", "^[^\\s\"]*$", 8);
+        if (!ok && fails++ < 3)
+            CHECK(0, "seed %d: rc %d finish %s, output (%zu bytes): %.300s", run, rc, tokd_finish_name(st.finish), out.len, text);
+        cJSON_Delete(doc);
+        tokd_buf_free(&out);
+    }
+    CHECK(fails == 0, "%d of %d outputs invalid", fails, n_runs);
+    fprintf(stderr, "%ld tokens generated in %d runs\n", tokens, n_runs);
+    free(prompt);
+    tokd_grammar_state_free(s);
+    tokd_grammar_free(g);
+    cJSON_Delete(schema);
+    tokd_grammar_vocab_free(v);
+    tokd_ctx_free(c);
+    tokd_model_free(m);
+}
+
+int main(void) {
+    test_cases();
+    test_refusals();
+    test_walks();
+    test_model(30);
+    T_DONE();
+}
