@@ -447,7 +447,8 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         if (!cJSON_IsString(pat)) return jfail(c, "json schema: pattern must be a string");
         if (fmt) return jfail(c, "json schema: 'pattern' with 'format' is not supported");
         char why[sizeof c->msg];
-        if (tokd_pattern_to_grammar(pat->valuestring, mn, mx, b, why, sizeof why)) return jfail(c, "%s", why);
+        if (tokd_pattern_to_grammar(pat->valuestring, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
+            return jfail(c, "%s", why);
         return 0;
     }
     if (fmt) {

@@ -25,10 +25,9 @@
  * [^], [: [= [. inside a class (POSIX syntax elsewhere), {,n}, ^ or $ elsewhere, characters outside the BMP inside [...] or before a
  * quantifier (ECMA without the u flag sees two UTF-16 units there; other engines one).
  *
- * minLength/maxLength (code points, as JSON Schema counts): when the pattern's own length
- * range does not already lie within them, they are pushed down the tree where it is exact:
- * into the one part of a concatenation whose length varies, through alternatives, and into
- * a repetition of a fixed-length part as the counts that fit. Other shapes are refused.
+ * minLength/maxLength (code points, as JSON Schema counts): when every string of the pattern
+ * already has a length within them, nothing changes; else the pattern is written as an
+ * automaton that counts characters (emit_counted, below), as rules of their own.
  *
  * A repetition of something that can match the empty string is written as a repetition of
  * its non-empty strings, since the grammar refuses rules that recur without consuming. */
@@ -46,7 +45,6 @@
 #define MAX_DEPTH 64
 #define MAX_NODES 20000
 #define MAX_OUT (1u << 20)
-#define MAX_WRITTEN (8u << 20)
 #define INF (-1L)
 #define LEN_CAP (1L << 40) /* lengths saturate here: a longer maximum is no maximum */
 
@@ -67,8 +65,6 @@ typedef struct {
     bool astral;  /* P_SET: one literal beyond U+FFFF */
     int *kids;    /* P_CAT, P_ALT */
     int n_kids, cap_kids;
-    int tail;     /* P_CAT: a node for kids[1..] once emit_bounded needed it (0: none yet);
-                     P_REP: the node of its unrolling (see unrolled) */
     int kid;      /* P_REP: kid{min,max}, max INF = unbounded */
     long min, max;
     long len_min, len_max; /* code points matched; len_max INF = unbounded */
@@ -81,9 +77,8 @@ typedef struct {
     int n_nodes, cap_nodes;
     int depth;
     bool parsing; /* errors name the offset */
-    long max_len; /* the string's maxLength (-1: none) */
     tokd_buf *out;
-    size_t written; /* bytes written, kept or not: bounds the work of emit_bounded */
+    size_t written; /* bytes written for this pattern, expression and rules */
     char *msg;
     size_t msg_size;
     bool failed;
@@ -606,7 +601,7 @@ static void put(pctx *p, const char *s) {
     size_t n = strlen(s);
     tokd_buf_append(p->out, s, n);
     p->written += n;
-    if (p->out->len > MAX_OUT || p->written > MAX_WRITTEN)
+    if (p->written > MAX_OUT)
         pfail(p, "its grammar grows past %u bytes (with minLength/maxLength: put the length in the pattern)", MAX_OUT);
 }
 
@@ -620,10 +615,6 @@ static void putf(pctx *p, const char *fmt, ...) {
     put(p, tmp);
 }
 
-static void truncate_to(pctx *p, size_t mark) {
-    p->out->len = mark;
-    if (p->out->data) p->out->data[mark] = 0;
-}
 
 static void put_quant(pctx *p, long m, long n) {
     if (n == INF) {
@@ -775,172 +766,254 @@ static int emit(pctx *p, int i) {
     return 0;
 }
 
-static bool fixed_len(const pnode *n) { return n->len_max != INF && n->len_min == n->len_max; }
+/* ---- length bounds: the pattern's positions times a character count --------------------------
+ *
+ * When minLength/maxLength do not already hold for every string of the pattern, the pattern
+ * becomes a Glushkov automaton (a state per character set of the pattern, "position", plus
+ * the start; an edge p -> q when q's set may follow p's; no empty moves), and the grammar
+ * its product with a count of the characters read: rule (s, n) is "in state s after n
+ * characters". Counted repetitions are unrolled into copies (no more than maxLength leaves
+ * room for); with no maxLength the count stops at minLength ("n or more"). Only the states
+ * that can still reach an accepting one within the bounds get rules, so no rule is empty.
+ * Every string has one count, so the matcher holds at most one stack per state. */
 
-static int emit_bounded(pctx *p, int i, long lo, long hi);
+#define MAX_POS 2048
+#define MAX_PRODUCT 400000 /* states x counts */
 
-/* The node for kids[1..] of a concatenation. */
-static int tail_node(pctx *p, int i) {
-    if (p->nodes[i].tail) return p->nodes[i].tail;
-    int t = new_node(p, P_CAT);
-    if (t < 0) return -1;
-    for (int k = 1; k < p->nodes[i].n_kids; k++) add_kid(p, t, p->nodes[i].kids[k]);
-    finish(p, t);
-    p->nodes[i].tail = t;
-    return t;
+typedef struct {
+    bool nullable, empty;
+    uint64_t *first, *last;
+} ginfo;
+
+typedef struct {
+    pctx *p;
+    int n_pos, words;
+    long hi;
+    int *leaf;        /* position -> its P_SET or P_ANY node */
+    uint64_t *follow; /* MAX_POS + 1 bitsets of `words` words; position 0 is the start */
+} glushkov;
+
+static bool bit(const uint64_t *b, int i) { return b[i >> 6] >> (i & 63) & 1; }
+static void bits_or(const glushkov *g, uint64_t *to, const uint64_t *from) {
+    for (int w = 0; w < g->words; w++) to[w] |= from[w];
 }
 
-/* x{m,n} whose x varies in length (never empty) as ( x x{m-1,n-1} ), or ( "" | x x{0,n-1} )
- * when m is 0, so that emit_cat_bounded can share the bounds between the copies; with no n,
- * as many copies as fit in the string's maxLength (every bound below it is tighter). */
-static int unrolled(pctx *p, int i) {
-    if (p->nodes[i].tail) return p->nodes[i].tail;
-    int x = p->nodes[i].kid;
-    long m = p->nodes[i].min, n = p->nodes[i].max, x_min = p->nodes[x].len_min;
+static ginfo gi_epsilon(const glushkov *g) {
+    return (ginfo){.nullable = true, .first = tokd_xcalloc((size_t)g->words, 8), .last = tokd_xcalloc((size_t)g->words, 8)};
+}
+static void gi_free(ginfo *x) { free(x->first), free(x->last); }
+
+/* a := a b (b freed) */
+static void gi_cat(glushkov *g, ginfo *a, ginfo *b) {
+    for (int x = 1; x <= g->n_pos; x++)
+        if (bit(a->last, x)) bits_or(g, g->follow + (size_t)x * g->words, b->first);
+    if (a->nullable) bits_or(g, a->first, b->first);
+    if (b->nullable) bits_or(g, b->last, a->last);
+    free(a->last);
+    a->last = b->last;
+    a->nullable = a->nullable && b->nullable;
+    a->empty = a->empty || b->empty;
+    free(b->first);
+}
+
+static ginfo gi_build(glushkov *g, int i);
+
+/* x{m,n} over copies of x; n INF: m copies then a loop */
+static ginfo gi_repeat(glushkov *g, int x, long m, long n) {
+    const pnode *k = &g->p->nodes[x];
+    ginfo cur = gi_epsilon(g);
+    if (k->len_max == 0) return cur; /* only "" */
+    if (k->len_min == 0) m = 0;      /* copies may be empty: x{m,n} is x{0,n} */
+    if (g->hi >= 0) {                /* no more copies than characters allow */
+        long most = k->len_min ? g->hi / k->len_min : g->hi;
+        if (m > most) {
+            cur.empty = true, cur.nullable = false;
+            return cur;
+        }
+        if (n != INF && n > most) n = most; /* (a loop stays a loop: the count bounds it) */
+    }
+    for (long c = 0; c < m && !g->p->failed; c++) {
+        ginfo one = gi_build(g, x);
+        gi_cat(g, &cur, &one);
+    }
     if (n == INF) {
-        if (p->max_len < 0) return pfail(p, "with minLength only, a repetition without maximum of a part whose length varies is not supported");
-        n = p->max_len / x_min;
+        ginfo loop = gi_build(g, x);
+        for (int y = 1; y <= g->n_pos; y++)
+            if (bit(loop.last, y)) bits_or(g, g->follow + (size_t)y * g->words, loop.first);
+        if (loop.empty) gi_free(&loop); /* no copy fits: x* is "" */
+        else loop.nullable = true, gi_cat(g, &cur, &loop);
+    } else {
+        ginfo tail = gi_epsilon(g); /* (x (x ...)?)? from the inside out */
+        for (long c = m; c < n && !g->p->failed; c++) {
+            ginfo one = gi_build(g, x);
+            if (one.empty) { /* no copy fits: the optional copies are "" */
+                gi_free(&one);
+                break;
+            }
+            gi_cat(g, &one, &tail);
+            one.nullable = true;
+            tail = one;
+        }
+        gi_cat(g, &cur, &tail);
     }
-    int rest = new_node(p, P_REP), cat = rest < 0 ? -1 : new_node(p, P_CAT);
-    if (cat < 0) return -1;
-    p->nodes[rest].kid = x;
-    p->nodes[rest].min = m > 0 ? m - 1 : 0;
-    p->nodes[rest].max = n > 0 ? n - 1 : 0;
-    finish(p, rest);
-    add_kid(p, cat, x);
-    add_kid(p, cat, rest);
-    finish(p, cat);
-    int u = cat;
-    if (!m) {
-        int alt = new_node(p, P_ALT), empty = alt < 0 ? -1 : new_node(p, P_CAT);
-        if (empty < 0) return -1;
-        finish(p, empty);
-        add_kid(p, alt, empty);
-        add_kid(p, alt, cat);
-        finish(p, alt);
-        u = alt;
-    }
-    p->nodes[i].tail = u;
-    return u;
+    return cur;
 }
 
-static long sub_lo(long lo, long f) { return lo > f ? lo - f : 0; }
-
-/* head then tail, the pair's length within lo..hi (emit_bounded's returns). */
-static int emit_pair_bounded(pctx *p, int h, long h_lo, long h_hi, int t, long t_lo, long t_hi) {
-    if (t_hi < -1 || h_hi < -1) return 1; /* a maximum below zero */
-    size_t mark = p->out->len;
-    put(p, "( ");
-    int rc = emit_bounded(p, h, h_lo, h_hi);
-    if (!rc) put(p, " "), rc = emit_bounded(p, t, t_lo, t_hi);
-    put(p, " )");
-    if (rc == 1) truncate_to(p, mark);
-    return p->failed ? -1 : rc;
-}
-
-/* A concatenation (two kids or more) within lo..hi: the head and the tail (kids[1..]) share
- * the bounds. When both vary in length, one alternative per length L of the head (up to the
- * maximum; with no maximum, up to where the tail's own minimum meets lo, then one
- * alternative for every longer head). */
-static int emit_cat_bounded(pctx *p, int i, long lo, long hi) {
-    int h = p->nodes[i].kids[0], t = tail_node(p, i);
-    if (t < 0) return -1;
-    const pnode *H = &p->nodes[h], *T = &p->nodes[t];
-    long h_min = H->len_min, l_max = H->len_max, t_min = T->len_min, last = hi < 0 ? lo - t_min : INF;
-    if (fixed_len(H)) return emit_pair_bounded(p, h, h_min, h_min, t, sub_lo(lo, h_min), hi < 0 ? -1 : hi - h_min);
-    if (fixed_len(T)) return emit_pair_bounded(p, h, sub_lo(lo, t_min), hi < 0 ? -1 : hi - t_min, t, t_min, t_min);
-    if (hi >= 0 && (l_max == INF || l_max > hi - t_min)) l_max = hi - t_min;
-    size_t mark = p->out->len;
-    put(p, "( ");
-    bool any = false;
-    for (long L = h_min; (l_max == INF || L <= l_max) && (last == INF || L < last) && !p->failed; L++) {
-        size_t before = p->out->len;
-        if (any) put(p, " | ");
-        int rc = emit_pair_bounded(p, h, L, L, t, sub_lo(lo, L), hi < 0 ? -1 : hi - L);
-        if (rc < 0) return -1;
-        if (rc == 1) truncate_to(p, before);
-        else any = true;
-    }
-    if (last != INF) { /* every longer head: the tail as it is */
-        size_t before = p->out->len;
-        if (any) put(p, " | ");
-        int rc = emit_pair_bounded(p, h, last > h_min ? last : h_min, -1, t, 0, -1);
-        if (rc < 0) return -1;
-        if (rc == 1) truncate_to(p, before);
-        else any = true;
-    }
-    put(p, " )");
-    if (!any) truncate_to(p, mark);
-    return p->failed ? -1 : any ? 0 : 1;
-}
-
-/* L(node) restricted to lengths lo..hi (hi < 0: no maximum): 0 written, 1 no string fits
- * (nothing written), -1 refused. */
-static int emit_bounded(pctx *p, int i, long lo, long hi) {
-    if (p->failed) return -1;
-    const pnode *n = &p->nodes[i];
-    if (n->len_min >= lo && (hi < 0 || (n->len_max != INF && n->len_max <= hi))) return emit(p, i);
-    if ((n->len_max != INF && n->len_max < lo) || (hi >= 0 && n->len_min > hi)) return 1;
-    size_t mark = p->out->len;
-    int rc = 0;
+static ginfo gi_build(glushkov *g, int i) {
+    const pnode *n = &g->p->nodes[i];
+    ginfo r = gi_epsilon(g);
+    if (g->p->failed) return r;
     switch (n->type) {
+    case P_SET:
     case P_ANY:
-        put(p, "char1");
-        put_quant(p, lo, hi < 0 ? INF : hi);
-        return 0;
-    case P_REP: {
-        const pnode *k = &p->nodes[n->kid];
-        if (!k->len_min) break;
-        if (!fixed_len(k)) {
-            int u = unrolled(p, i);
-            return u < 0 ? -1 : emit_bounded(p, u, lo, hi);
+        if (g->n_pos == MAX_POS) {
+            pfail(g->p, "with minLength/maxLength, more than %d character sets once repetitions are unrolled; put the length in the pattern",
+                  MAX_POS);
+            return r;
         }
-        long f = k->len_min, c_lo = (lo + f - 1) / f, c_hi = hi < 0 ? INF : hi / f;
-        if (c_lo < n->min) c_lo = n->min;
-        if (c_hi == INF || (n->max != INF && n->max < c_hi)) c_hi = n->max;
-        if (c_hi != INF && c_lo > c_hi) return 1;
-        put(p, "( ");
-        rc = emit(p, n->kid);
-        put(p, " )");
-        put_quant(p, c_lo, c_hi);
-        return rc;
-    }
-    case P_CAT: return n->n_kids == 1 ? emit_bounded(p, n->kids[0], lo, hi) : emit_cat_bounded(p, i, lo, hi);
-    case P_ALT: {
-        put(p, "( ");
-        bool any = false;
-        for (int k = 0; k < p->nodes[i].n_kids; k++) { /* (nodes may move: emit_bounded adds tails) */
-            size_t before = p->out->len;
-            if (any) put(p, " | ");
-            rc = emit_bounded(p, p->nodes[i].kids[k], lo, hi);
-            if (rc < 0) return -1;
-            if (rc == 1) truncate_to(p, before);
-            else any = true;
+        g->leaf[++g->n_pos] = i;
+        r.first[g->n_pos >> 6] |= 1ull << (g->n_pos & 63);
+        r.last[g->n_pos >> 6] |= 1ull << (g->n_pos & 63);
+        r.nullable = false;
+        if (n->type == P_ANY) { /* any number of characters: a looping position */
+            uint64_t *f = g->follow + (size_t)g->n_pos * g->words;
+            f[g->n_pos >> 6] |= 1ull << (g->n_pos & 63);
+            r.nullable = true;
         }
-        put(p, " )");
-        if (!any) truncate_to(p, mark);
-        return p->failed ? -1 : any ? 0 : 1;
+        return r;
+    case P_CAT:
+        for (int k = 0; k < n->n_kids; k++) {
+            ginfo kid = gi_build(g, n->kids[k]);
+            gi_cat(g, &r, &kid);
+        }
+        return r;
+    case P_ALT: /* (an alternative with no string that fits is left out) */
+        r.nullable = false;
+        r.empty = true;
+        for (int k = 0; k < n->n_kids; k++) {
+            ginfo kid = gi_build(g, n->kids[k]);
+            if (!kid.empty) {
+                bits_or(g, r.first, kid.first);
+                bits_or(g, r.last, kid.last);
+                r.nullable |= kid.nullable;
+                r.empty = false;
+            }
+            gi_free(&kid);
+        }
+        return r;
+    case P_REP:
+        gi_free(&r);
+        return gi_repeat(g, n->kid, n->min, n->max);
     }
-    default: break;
-    }
-    return pfail(p, "with minLength/maxLength, a repetition of a part that can be empty is not supported; "
-                    "put the length in the pattern");
+    return r;
 }
 
-int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, tokd_buf *out, char *msg, size_t msg_size) {
-    pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true,
-              .max_len = max_len};
+/* Rules p<id>-<state>-<count> into p->out (the rules buffer) and the reference to the start
+ * into expr: 0, or -1 (no string fits: message set). */
+static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *expr) {
+    glushkov g = {.p = p, .hi = hi, .words = (MAX_POS + 1 + 63) / 64};
+    g.leaf = tokd_xcalloc(MAX_POS + 1, sizeof *g.leaf);
+    g.follow = tokd_xcalloc((size_t)(MAX_POS + 1) * (size_t)g.words, 8);
+    ginfo r = gi_build(&g, root);
+    int rc = p->failed ? -1 : 0;
+    long top = hi >= 0 ? hi : lo; /* counts 0..top; without hi, top means "lo or more" */
+    int n_states = g.n_pos + 1;
+    if (!rc && (double)n_states * (double)(top + 1) > MAX_PRODUCT)
+        rc = pfail(p, "with minLength/maxLength, %d character sets times %ld counts is too large; put the length in the pattern", g.n_pos,
+                   top + 1);
+    bits_or(&g, g.follow, r.first);
+    uint8_t *alive = NULL, *seen = NULL;
+    if (!rc && !r.empty) {
+        size_t cells = (size_t)n_states * (size_t)(top + 1);
+        alive = tokd_xcalloc(cells, 1);
+        seen = tokd_xcalloc(cells, 1);
+#define CELL(s, c) ((size_t)(s) * (size_t)(top + 1) + (size_t)(c))
+        /* accepting: the last positions (the start when the pattern can be empty), lo reached */
+        for (long c = top; c >= 0; c--) {
+            bool changed = true;
+            while (changed) { /* at the saturated count an edge can stay on the same count */
+                changed = false;
+                for (int s = 0; s < n_states; s++) {
+                    if (alive[CELL(s, c)]) continue;
+                    bool ok = c >= lo && (s ? bit(r.last, s) : r.nullable);
+                    long next = hi < 0 && c == top ? c : c + 1;
+                    const uint64_t *f = g.follow + (size_t)s * (size_t)g.words;
+                    for (int q = 1; !ok && next <= top && q < n_states; q++) ok = bit(f, q) && alive[CELL(q, next)];
+                    if (ok) {
+                        alive[CELL(s, c)] = 1;
+                        if (next == c) changed = true;
+                    }
+                }
+                if (!(hi < 0 && c == top)) break;
+            }
+        }
+    }
+    if (!rc && (r.empty || !alive[CELL(0, 0)])) {
+        if (hi < 0) snprintf(p->msg, p->msg_size, "json schema: no string of %ld or more code points matches 'pattern'", lo);
+        else snprintf(p->msg, p->msg_size, "json schema: no string of %ld to %ld code points matches 'pattern'", lo, hi);
+        p->failed = true;
+        rc = -1;
+    }
+    if (!rc) {
+        /* a rule per position for its characters, then the (state, count) rules reachable from (0, 0) */
+        bool *used = tokd_xcalloc((size_t)n_states, 1);
+        int *stack = tokd_xcalloc((size_t)n_states * (size_t)(top + 1), sizeof *stack);
+        int sp = 0;
+        stack[sp++] = 0;
+        seen[0] = 1;
+        while (sp && !p->failed) {
+            int cell = stack[--sp], s = cell / (int)(top + 1);
+            long c = cell % (top + 1), next = hi < 0 && c == top ? c : c + 1;
+            putf(p, "p%d-%d-%ld ::=", id, s, c);
+            bool any = false;
+            const uint64_t *f = g.follow + (size_t)s * (size_t)g.words;
+            for (int q = 1; next <= top && q < n_states; q++) {
+                if (!bit(f, q) || !alive[CELL(q, next)]) continue;
+                putf(p, "%s p%d-c%d p%d-%d-%ld", any ? " |" : "", id, q, id, q, next);
+                any = true;
+                used[q] = true;
+                if (!seen[CELL(q, next)]) seen[CELL(q, next)] = 1, stack[sp++] = (int)CELL(q, next);
+            }
+            if (c >= lo && (s ? bit(r.last, s) : r.nullable)) put(p, any ? " | \"\"" : " \"\"");
+            put(p, "\n");
+        }
+        for (int q = 1; q < n_states && !p->failed; q++) {
+            if (!used[q]) continue;
+            putf(p, "p%d-c%d ::= ", id, q);
+            if (p->nodes[g.leaf[q]].type == P_ANY) put(p, "char1");
+            else emit_set(p, &p->nodes[g.leaf[q]].set);
+            put(p, "\n");
+        }
+        free(used);
+        free(stack);
+        tokd_buf_appendf(expr, "p%d-0-0", id);
+        rc = p->failed ? -1 : 0;
+    }
+#undef CELL
+    free(alive);
+    free(seen);
+    gi_free(&r);
+    free(g.leaf);
+    free(g.follow);
+    return rc;
+}
+
+int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, int id, tokd_buf *out, tokd_buf *rules,
+                            char *msg, size_t msg_size) {
+    pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true};
     int root = parse_alt(&p, true);
     if (root >= 0 && p.pos < p.len) root = pfail(&p, "unmatched ')'");
     p.parsing = false;
     int rc = -1;
     if (root >= 0) {
+        const pnode *r = &p.nodes[root];
         put(&p, "\"\\\"\" ");
-        rc = emit_bounded(&p, root, min_len, max_len);
-        if (rc == 1) {
-            if (max_len < 0) snprintf(msg, msg_size, "json schema: no string of %ld or more code points matches 'pattern'", min_len);
-            else snprintf(msg, msg_size, "json schema: no string of %ld to %ld code points matches 'pattern'", min_len, max_len);
-            rc = -1;
+        if (r->len_min >= min_len && (max_len < 0 || (r->len_max != INF && r->len_max <= max_len))) {
+            rc = emit(&p, root);
+        } else { /* the bounds cut into the pattern: the counted automaton, as rules */
+            p.out = rules;
+            rc = emit_counted(&p, root, min_len, max_len, id, out);
+            p.out = out;
         }
         put(&p, " \"\\\"\"");
     }
@@ -949,5 +1022,5 @@ int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, tok
         free(p.nodes[i].kids);
     }
     free(p.nodes);
-    return rc;
+    return p.failed ? -1 : rc;
 }
