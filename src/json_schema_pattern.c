@@ -18,12 +18,13 @@
  * \W \s \S, \t \n \r \v \f \0 \cX \xHH \uHHHH (surrogate pairs combined), escaped
  * punctuation, (...) and (?:...), |, * + ? {m} {m,} {m,n} (m, n <= 10000; a lazy `?` after
  * them changes nothing here), ^ at the start and $ at the end of a top-level alternative
- * (without them the match may sit anywhere: `char1*` around it, any
- * character but the \u escapes of surrogates, which alone are not characters), and { } ] as literals where
- * they cannot be syntax. Refused by name: look-around and other (?...) groups,
- * back-references, \b \B, \p{...}, octal and unknown letter escapes, the empty classes [] and
- * [^], [: [= [. inside a class (POSIX syntax elsewhere), {,n}, ^ or $ elsewhere, characters outside the BMP inside [...] or before a
- * quantifier (ECMA without the u flag sees two UTF-16 units there; other engines one).
+ * (without them the match may sit anywhere: `char1*` around it, any character but the \u
+ * escapes of surrogates, which alone are not characters), and { } ] as literals where they
+ * cannot be syntax. Refused by name: look-around and other (?...) groups, back-references,
+ * \b \B, \p{...}, octal and unknown letter escapes, the empty classes [] and [^], [: [= [.
+ * inside a class (POSIX syntax elsewhere), {,n}, ^ or $ elsewhere, characters outside the
+ * BMP inside [...] or before a quantifier (ECMA without the u flag sees two UTF-16 units
+ * there; other engines one).
  *
  * minLength/maxLength (code points, as JSON Schema counts): when every string of the pattern
  * already has a length within them, nothing changes; else the pattern is written as an
