@@ -33,8 +33,10 @@
  *     hold no \u escapes of UTF-16 surrogates, a pair of which is one code point); format
  *     date (YYYY-MM-DD, real calendar dates, years 0001-9999), time (HH:MM:SS[.f{1,9}] then
  *     Z or +HH:MM / -HH:MM, RFC 3339), date-time (date "T" time), uuid (8-4-4-4-12 hex),
- *     ipv4 (dotted quad, no leading zeros); a format with minLength/maxLength only when the
- *     format's lengths lie within them. Other formats are refused by name. pattern (an
+ *     ipv4 (dotted quad, no leading zeros), a format with minLength/maxLength only when the
+ *     format's lengths lie within them; hostname, email, uri, ipv6 as patterns (subsets of
+ *     their RFCs: see PATTERN_FORMATS), with any minLength/maxLength. Other formats are
+ *     refused by name. pattern (an
  *     ECMA-262 regular expression, its supported subset and its minLength/maxLength rules in
  *     json_schema_pattern.c), not with format.
  *   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft-4
@@ -402,6 +404,24 @@ static const struct {
     {"uuid", FMT_UUID, 36, 36},       {"ipv4", FMT_IPV4, 7, 15},
 };
 
+/* Formats written as patterns (json_schema_pattern.c, so minLength/maxLength combine with
+ * them exactly), narrower than their RFCs so that the grammars stay small: host names of
+ * labels of 1-16 letters, digits and inner hyphens (1-4 labels; an email's domain 2-3);
+ * email local parts of dot-separated runs of letters, digits and _%+-; uri: http or https,
+ * a host name, an optional port, then path segments, query and fragment of unreserved and
+ * sub-delimiter characters with : and @ (no percent escapes); ipv6: the full eight groups. */
+#define FMT_LABEL "[A-Za-z0-9](?:[A-Za-z0-9-]{0,14}[A-Za-z0-9])?"
+#define FMT_PCHARS "A-Za-z0-9._~!$&'()*+,;=:@" /* and '-', last in each class */
+static const struct {
+    const char *name, *pattern;
+} PATTERN_FORMATS[] = {
+    {"hostname", "^" FMT_LABEL "(?:\\." FMT_LABEL "){0,3}$"},
+    {"email", "^[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@" FMT_LABEL "(?:\\." FMT_LABEL "){1,2}$"},
+    {"uri", "^https?://" FMT_LABEL "(?:\\." FMT_LABEL "){0,3}(?::[0-9]{1,5})?(?:/[" FMT_PCHARS "-]*)*(?:\\?[" FMT_PCHARS
+            "/?-]*)?(?:#[" FMT_PCHARS "/?-]*)?$"},
+    {"ipv6", "^[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}$"},
+};
+
 static void emit_format(jctx *c, unsigned f) {
     tokd_buf *o = &c->out;
     if (f == FMT_DATE_TIME) {
@@ -459,6 +479,13 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
                 return jfail(c, "json schema: minLength/maxLength with format '%s' is not supported", FORMATS[i].name);
             emit_format(c, FORMATS[i].flag);
             tokd_buf_appendf(b, "\"\\\"\" fmt-%s \"\\\"\"", FORMATS[i].name);
+            return 0;
+        }
+        for (size_t i = 0; i < sizeof PATTERN_FORMATS / sizeof *PATTERN_FORMATS; i++) {
+            if (strcmp(fmt->valuestring, PATTERN_FORMATS[i].name)) continue;
+            char why[sizeof c->msg];
+            if (tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
+                return jfail(c, "json schema: format '%s': %s", PATTERN_FORMATS[i].name, why);
             return 0;
         }
         return jfail(c, "json schema: format '%.60s' is not supported", fmt->valuestring);

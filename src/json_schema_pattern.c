@@ -45,7 +45,7 @@
 #define MAX_REPEAT 10000
 #define MAX_DEPTH 64
 #define MAX_NODES 20000
-#define MAX_OUT (1u << 20)
+#define MAX_OUT (4u << 20)
 #define INF (-1L)
 #define LEN_CAP (1L << 40) /* lengths saturate here: a longer maximum is no maximum */
 

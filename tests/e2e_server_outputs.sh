@@ -58,12 +58,12 @@ ch=[json.loads(l)["choices"][0] for l in sys.stdin]
 print(json.dumps({"choices":[{"finish_reason":ch[-1]["finish_reason"],"logprobs":{k:sum((c["logprobs"][k] for c in ch if c["logprobs"]),[]) for k in ("tokens","text_offset")}}]}))' |
     check "text_offset with a stop string, streamed" "$OFFSETS"
 
-# patterns: four answers under a schema with three, each string matching its pattern
-PSCHEMA='{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{3}-\\d{2,4}$"},"word":{"type":"string","pattern":"^[a-z]+$","maxLength":8},"tag":{"type":"string","pattern":"x|y"}},"required":["code","word","tag"]}'
+# patterns: four answers under a schema with three and a uri, each string matching its own
+PSCHEMA='{"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{3}-\\d{2,4}$"},"word":{"type":"string","pattern":"^[a-z]+$","maxLength":8},"tag":{"type":"string","pattern":"x|y"},"site":{"type":"string","format":"uri","maxLength":40}},"required":["code","word","tag","site"]}'
 PFORMAT="\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":$PSCHEMA}}"
 post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"code?\"}],\"max_tokens\":400,\"n\":4,\"temperature\":1,\"seed\":7,$PFORMAT}" |
     check "pattern schema: every answer matches" \
-    'len(r["choices"])==4 and all(c["finish_reason"]=="stop" and re.fullmatch(r"[A-Z]{3}-\d{2,4}",(v:=json.loads(c["message"]["content"]))["code"],re.A) and re.fullmatch(r"[a-z]{1,8}",v["word"]) and re.search("x|y",v["tag"]) for c in r["choices"])'
+    'len(r["choices"])==4 and all(c["finish_reason"]=="stop" and re.fullmatch(r"[A-Z]{3}-\d{2,4}",(v:=json.loads(c["message"]["content"]))["code"],re.A) and re.fullmatch(r"[a-z]{1,8}",v["word"]) and re.search("x|y",v["tag"]) and len(v["site"])<=40 and re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?[^\s%]*",v["site"]) for c in r["choices"])'
 post /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":10,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"string\",\"pattern\":\"(?<=a)b\"}}}}" |
     check "a pattern with look-behind: 400 naming it" \
     '"error" in r and "pattern" in r["error"]["message"] and "look-around" in r["error"]["message"]'

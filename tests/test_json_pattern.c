@@ -1,8 +1,11 @@
 /* test_json_pattern.c — JSON Schema `pattern` (json_schema_pattern.c): strings a pattern must
  * admit and must not, patterns refused by name, random walks through each grammar whose
  * completed strings PCRE2 checks (in ECMA's readings: \u escapes, $ only at the very end,
- * ASCII classes), and a random-weight model generating under pattern schemas. */
+ * ASCII classes), the formats written as patterns (hostname, email, uri, ipv6) walked the
+ * same way and checked by validators written here, and a random-weight model generating
+ * under pattern schemas. */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <pcre2.h>
 #include <stdint.h>
@@ -181,12 +184,9 @@ static void test_refusals(void) {
         cJSON_Delete(js);
     }
     /* a grammar too large is refused, not built */
-    char many[6002];
-    memset(many, '.', 6000);
-    many[6000] = 0;
     tokd_err e = {{0}};
-    tokd_grammar *g = pattern_grammar(many, -1, -1, &e);
-    CHECK(g == NULL && strstr(e.msg, "grows past"), "6000 dots: got '%s'", g ? "(ok)" : e.msg);
+    tokd_grammar *g = pattern_grammar("^[a-z]*[0-9]*[a-z]*[0-9]*[a-z]*[0-9]*$", -1, 10000, &e);
+    CHECK(g == NULL && strstr(e.msg, "grows past"), "a counted grammar too large: got '%s'", g ? "(ok)" : e.msg);
     tokd_grammar_free(g);
 }
 
@@ -236,23 +236,16 @@ static uint32_t rnd(uint32_t n) {
     return (uint32_t)(rng_state % n);
 }
 
-/* n_walks random walks through the grammar of (pattern, bounds): every completed string must
- * match under PCRE2 and have a length within the bounds; returns the number completed. */
-static int walk(const char *pattern, int min_len, int max_len, int n_walks) {
-    tokd_err e = {{0}};
-    tokd_grammar *g = pattern_grammar(pattern, min_len, max_len, &e);
-    CHECK(g != NULL, "pattern %s: %s", pattern, e.msg);
-    if (!g) return 0;
-    int code;
-    PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX,
-                                   &code, &at, NULL);
-    CHECK(re != NULL, "PCRE2 compiles %s", pattern);
-    pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+/* What a walk's completed string must satisfy: the value (v_len bytes, cps code points). */
+typedef bool (*value_check)(const char *v, size_t v_len, long cps, const void *ud);
+
+/* n_walks random walks through the grammar g; every completed string must be valid JSON and
+ * pass ok. Returns the number completed. */
+static int walk_grammar(const tokd_grammar *g, const char *what, value_check ok, const void *ud, int n_walks) {
     tokd_grammar_state *s = tokd_grammar_state_new(g, NULL);
     int n_pieces = 95 + (int)(sizeof PIECES / sizeof *PIECES), done = 0, bad = 0;
     char text[4096], value[4096];
-    for (int w = 0; w < n_walks && re; w++) {
+    for (int w = 0; w < n_walks; w++) {
         tokd_grammar_state_reset(s);
         size_t n = 1;
         text[0] = '"';
@@ -277,15 +270,46 @@ static int walk(const char *pattern, int min_len, int max_len, int n_walks) {
         if (!tokd_grammar_done(s)) continue;
         long cps = 0;
         size_t v_len = json_value(text, n, value, &cps);
-        bool ok = v_len != (size_t)-1 && cps >= (min_len < 0 ? 0 : min_len) && (max_len < 0 || cps <= max_len) &&
-                  pcre2_match(re, (PCRE2_SPTR)value, v_len, 0, 0, md, NULL) >= 0;
-        if (!ok && bad++ < 3) CHECK(0, "pattern %s (%d..%d): the grammar wrote %.*s", pattern, min_len, max_len, (int)n, text);
+        bool good = v_len != (size_t)-1 && ok(value, v_len, cps, ud);
+        if (!good && bad++ < 3) CHECK(0, "%s: the grammar wrote %.*s", what, (int)n, text);
         done++;
     }
-    CHECK(bad == 0, "pattern %s: %d of %d outputs do not match", pattern, bad, done);
-    pcre2_match_data_free(md);
-    pcre2_code_free(re);
+    CHECK(bad == 0, "%s: %d of %d outputs invalid", what, bad, done);
     tokd_grammar_state_free(s);
+    return done;
+}
+
+typedef struct {
+    pcre2_code *re;
+    pcre2_match_data *md;
+    int min_len, max_len;
+} pattern_check;
+
+static bool matches_pattern(const char *v, size_t v_len, long cps, const void *ud) {
+    const pattern_check *pc = ud;
+    return cps >= (pc->min_len < 0 ? 0 : pc->min_len) && (pc->max_len < 0 || cps <= pc->max_len) &&
+           pcre2_match(pc->re, (PCRE2_SPTR)v, v_len, 0, 0, pc->md, NULL) >= 0;
+}
+
+/* Walks through the grammar of (pattern, bounds), the strings checked by PCRE2. */
+static int walk(const char *pattern, int min_len, int max_len, int n_walks) {
+    tokd_err e = {{0}};
+    tokd_grammar *g = pattern_grammar(pattern, min_len, max_len, &e);
+    CHECK(g != NULL, "pattern %s: %s", pattern, e.msg);
+    int code;
+    PCRE2_SIZE at;
+    pattern_check pc = {.min_len = min_len, .max_len = max_len};
+    pc.re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX, &code, &at, NULL);
+    CHECK(pc.re != NULL, "PCRE2 compiles %s", pattern);
+    int done = 0;
+    if (g && pc.re) {
+        char what[300];
+        snprintf(what, sizeof what, "pattern %s (%d..%d)", pattern, min_len, max_len);
+        pc.md = pcre2_match_data_create_from_pattern(pc.re, NULL);
+        done = walk_grammar(g, what, matches_pattern, &pc, n_walks);
+    }
+    pcre2_match_data_free(pc.md);
+    pcre2_code_free(pc.re);
     tokd_grammar_free(g);
     return done;
 }
@@ -311,6 +335,118 @@ static void test_walks(void) {
     for (size_t i = 0; i < sizeof walks / sizeof *walks; i++) {
         int done = walk(walks[i].pattern, walks[i].min_len, walks[i].max_len, 150);
         CHECK(done > 0, "pattern %s (%d..%d): no walk completed", walks[i].pattern, walks[i].min_len, walks[i].max_len);
+    }
+}
+
+/* ---- the formats written as patterns, checked by hand-written validators ----------------------- */
+
+static bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+/* RFC 1123 host name: dot-separated labels of 1-63 letters, digits and hyphens, no label
+ * starting or ending with a hyphen, 253 characters at most; at least min_labels labels. */
+static bool host_ok(const char *v, size_t n, int min_labels) {
+    if (!n || n > 253) return false;
+    int labels = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && v[i] != '.') {
+            if (!alnum(v[i]) && v[i] != '-') return false;
+            continue;
+        }
+        if (i == start || i - start > 63 || v[start] == '-' || v[i - 1] == '-') return false;
+        labels++, start = i + 1;
+    }
+    return labels >= min_labels;
+}
+
+typedef struct {
+    const char *name;
+    int min_len, max_len;
+} fmt_check;
+
+static bool format_ok(const char *v, size_t n, long cps, const void *ud) {
+    const fmt_check *fc = ud;
+    if (cps < (fc->min_len < 0 ? 0 : fc->min_len) || (fc->max_len >= 0 && cps > fc->max_len) || memchr(v, 0, n)) return false;
+    if (!strcmp(fc->name, "hostname")) return host_ok(v, n, 1);
+    if (!strcmp(fc->name, "email")) { /* dot-separated atoms of atext, '@', a host name of two labels or more */
+        const char *at = memchr(v, '@', n);
+        if (!at || at == v || memchr(at + 1, '@', n - (size_t)(at - v) - 1)) return false;
+        for (const char *c = v; c < at; c++) {
+            bool dot = *c == '.';
+            if (dot && (c == v || c + 1 == at || c[1] == '.')) return false;
+            if (!dot && !alnum(*c) && !strchr("!#$%&'*+-/=?^_`{|}~", *c)) return false;
+        }
+        return host_ok(at + 1, n - (size_t)(at - v) - 1, 2);
+    }
+    if (!strcmp(fc->name, "uri")) { /* http(s)://host[:port] then path, query, fragment characters */
+        size_t i = !strncmp(v, "https://", 8) ? 8 : !strncmp(v, "http://", 7) ? 7 : 0, h = i;
+        if (!i) return false;
+        while (i < n && !strchr(":/?#", v[i])) i++;
+        if (!host_ok(v + h, i - h, 1)) return false;
+        if (i < n && v[i] == ':') {
+            size_t d = ++i;
+            while (i < n && v[i] >= '0' && v[i] <= '9') i++;
+            if (i == d) return false;
+        }
+        if (i < n && v[i] != '/' && v[i] != '?' && v[i] != '#') return false;
+        int hashes = 0;
+        for (; i < n; i++) {
+            hashes += v[i] == '#';
+            if (!alnum(v[i]) && !strchr("-._~!$&'()*+,;=:@/?#", v[i])) return false;
+        }
+        return hashes <= 1;
+    }
+    if (!strcmp(fc->name, "ipv6")) {
+        char buf[64];
+        unsigned char addr[16];
+        if (n >= sizeof buf) return false;
+        memcpy(buf, v, n), buf[n] = 0;
+        return inet_pton(AF_INET6, buf, addr) == 1;
+    }
+    return false;
+}
+
+static tokd_grammar *format_grammar(const char *name, int min_len, int max_len, tokd_err *e) {
+    cJSON *js = cJSON_CreateObject();
+    cJSON_AddStringToObject(js, "type", "string");
+    cJSON_AddStringToObject(js, "format", name);
+    if (min_len >= 0) cJSON_AddNumberToObject(js, "minLength", min_len);
+    if (max_len >= 0) cJSON_AddNumberToObject(js, "maxLength", max_len);
+    tokd_grammar *g = tokd_grammar_from_json_schema(js, false, e);
+    cJSON_Delete(js);
+    return g;
+}
+
+static void test_formats(void) {
+    static const pcase cases[] = { /* (pattern: the format's name) */
+        {"hostname", -1, -1, {"example", "a-b.c9.io", "x.y.z.w"}, {"-a", "a-", "a..b", "a_b", "", "a.b.c.d.e"}},
+        {"email", -1, -1, {"a.b+c@ex-ample.com", "x_1%y@a.b.c"}, {"a@b", "a..b@c.d", ".a@b.c", "a@b..c", "a b@c.d", "a@b@c.d"}},
+        {"uri", -1, -1, {"https://example.com/a/b?x=1#f", "http://h:8080", "http://a.b/c;d=e/@:f"},
+         {"ftp://x.y", "https://", "https://a b", "http://x/%20", "http://x#a#b", "example.com"}},
+        {"ipv6", -1, -1, {"2001:db8:0:0:0:0:0:1", "FFFF:0:0:0:0:0:0:a"}, {"1:2:3:4:5:6:7", "g:0:0:0:0:0:0:0", "1:2:3:4:5:6:7:8:9"}},
+        {"email", -1, 12, {"a@b.co", "abcd@efg.hi"}, {"abcde@fghi.jk", "abcdef@ghij.kl"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const pcase *c = &cases[i];
+        tokd_err e = {{0}};
+        tokd_grammar *g = format_grammar(c->pattern, c->min_len, c->max_len, &e);
+        CHECK(g != NULL, "format %s: %s", c->pattern, e.msg);
+        if (!g) continue;
+        for (int k = 0; k < 6 && c->yes[k]; k++) CHECK(admits(g, c->yes[k]), "format %s should admit \"%s\"", c->pattern, c->yes[k]);
+        for (int k = 0; k < 8 && c->no[k]; k++) CHECK(!admits(g, c->no[k]), "format %s should not admit \"%s\"", c->pattern, c->no[k]);
+        tokd_grammar_free(g);
+    }
+    static const fmt_check walks[] = {{"hostname", -1, -1}, {"email", -1, -1}, {"uri", -1, -1}, {"ipv6", -1, -1},
+                                      {"hostname", 12, 20}, {"email", 8, 24}, {"uri", -1, 30}, {"email", 40, -1}};
+    for (size_t i = 0; i < sizeof walks / sizeof *walks; i++) {
+        tokd_err e = {{0}};
+        tokd_grammar *g = format_grammar(walks[i].name, walks[i].min_len, walks[i].max_len, &e);
+        CHECK(g != NULL, "format %s (%d..%d): %s", walks[i].name, walks[i].min_len, walks[i].max_len, e.msg);
+        if (!g) continue;
+        char what[100];
+        snprintf(what, sizeof what, "format %s (%d..%d)", walks[i].name, walks[i].min_len, walks[i].max_len);
+        CHECK(walk_grammar(g, what, format_ok, &walks[i], 200) > 0, "%s: no walk completed", what);
+        tokd_grammar_free(g);
     }
 }
 
@@ -406,6 +542,7 @@ int main(void) {
     test_cases();
     test_refusals();
     test_walks();
+    test_formats();
     test_model(30);
     T_DONE();
 }
