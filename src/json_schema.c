@@ -34,8 +34,8 @@
  *     date (YYYY-MM-DD, real calendar dates, years 0001-9999), time (HH:MM:SS[.f{1,9}] then
  *     Z or +HH:MM / -HH:MM, RFC 3339), date-time (date "T" time), uuid (8-4-4-4-12 hex),
  *     ipv4 (dotted quad, no leading zeros), a format with minLength/maxLength only when the
- *     format's lengths lie within them; hostname, email, uri, ipv6 as patterns (subsets of
- *     their RFCs: see PATTERN_FORMATS), with any minLength/maxLength. Other formats are
+ *     format's lengths lie within them; hostname, email, uri, ipv6, duration as patterns
+ *     (subsets of their RFCs: see PATTERN_FORMATS), with any minLength/maxLength. Other formats are
  *     refused by name. pattern (an
  *     ECMA-262 regular expression, its supported subset and its minLength/maxLength rules in
  *     json_schema_pattern.c), not with format.
@@ -409,9 +409,11 @@ static const struct {
  * labels of 1-16 letters, digits and inner hyphens (1-4 labels; an email's domain 2-3);
  * email local parts of dot-separated runs of letters, digits and _%+-; uri: http or https,
  * a host name, an optional port, then path segments, query and fragment of unreserved and
- * sub-delimiter characters with : and @ (no percent escapes); ipv6: the full eight groups. */
+ * sub-delimiter characters with : and @ (no percent escapes); ipv6: the full eight groups;
+ * duration: RFC 3339's (appendix A) exactly. */
 #define FMT_LABEL "[A-Za-z0-9](?:[A-Za-z0-9-]{0,14}[A-Za-z0-9])?"
 #define FMT_PCHARS "A-Za-z0-9._~!$&'()*+,;=:@" /* and '-', last in each class */
+#define FMT_DUR_TIME "T(?:\\d+H(?:\\d+M(?:\\d+S)?)?|\\d+M(?:\\d+S)?|\\d+S)"
 static const struct {
     const char *name, *pattern;
 } PATTERN_FORMATS[] = {
@@ -420,6 +422,7 @@ static const struct {
     {"uri", "^https?://" FMT_LABEL "(?:\\." FMT_LABEL "){0,3}(?::[0-9]{1,5})?(?:/[" FMT_PCHARS "-]*)*(?:\\?[" FMT_PCHARS
             "/?-]*)?(?:#[" FMT_PCHARS "/?-]*)?$"},
     {"ipv6", "^[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}$"},
+    {"duration", "^P(?:(?:\\d+D|\\d+M(?:\\d+D)?|\\d+Y(?:\\d+M(?:\\d+D)?)?)(?:" FMT_DUR_TIME ")?|" FMT_DUR_TIME "|\\d+W)$"},
 };
 
 static void emit_format(jctx *c, unsigned f) {

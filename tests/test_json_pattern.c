@@ -364,6 +364,32 @@ typedef struct {
     int min_len, max_len;
 } fmt_check;
 
+/* RFC 3339 appendix A duration, read field by field: P, then weeks alone, or date fields in
+ * the order Y M D with no gap (Y then D needs M), then T and time fields H M S with no gap. */
+static bool duration_ok(const char *v, size_t n) {
+    if (n < 3 || v[0] != 'P') return false;
+    const char *order = "YMD";
+    int last = -1, fields = 0;
+    bool in_time = false;
+    for (size_t i = 1; i < n;) {
+        if (v[i] == 'T') {
+            if (in_time || i + 1 == n) return false;
+            in_time = true, order = "HMS", last = -1, i++;
+            continue;
+        }
+        size_t d = i;
+        while (i < n && v[i] >= '0' && v[i] <= '9') i++;
+        if (i == d || i == n) return false;
+        if (v[i] == 'W') return !in_time && !fields && i + 1 == n;
+        const char *at = strchr(order, v[i]);
+        if (!at) return false;
+        int k = (int)(at - order);
+        if (last >= 0 && k != last + 1) return false;
+        last = k, fields++, i++;
+    }
+    return fields > 0;
+}
+
 static bool format_ok(const char *v, size_t n, long cps, const void *ud) {
     const fmt_check *fc = ud;
     if (cps < (fc->min_len < 0 ? 0 : fc->min_len) || (fc->max_len >= 0 && cps > fc->max_len) || memchr(v, 0, n)) return false;
@@ -396,6 +422,7 @@ static bool format_ok(const char *v, size_t n, long cps, const void *ud) {
         }
         return hashes <= 1;
     }
+    if (!strcmp(fc->name, "duration")) return duration_ok(v, n);
     if (!strcmp(fc->name, "ipv6")) {
         char buf[64];
         unsigned char addr[16];
@@ -425,6 +452,8 @@ static void test_formats(void) {
          {"ftp://x.y", "https://", "https://a b", "http://x/%20", "http://x#a#b", "example.com"}},
         {"ipv6", -1, -1, {"2001:db8:0:0:0:0:0:1", "FFFF:0:0:0:0:0:0:a"}, {"1:2:3:4:5:6:7", "g:0:0:0:0:0:0:0", "1:2:3:4:5:6:7:8:9"}},
         {"email", -1, 12, {"a@b.co", "abcd@efg.hi"}, {"abcde@fghi.jk", "abcdef@ghij.kl"}},
+        {"duration", -1, -1, {"P1Y2M3DT4H5M6S", "PT5M", "P2W", "P3D", "PT1H", "P1M2D"},
+         {"P", "PT", "P1H", "PT1H2S", "P1W2D", "1D", "P1.5D", "P1DT"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const pcase *c = &cases[i];
@@ -437,7 +466,8 @@ static void test_formats(void) {
         tokd_grammar_free(g);
     }
     static const fmt_check walks[] = {{"hostname", -1, -1}, {"email", -1, -1}, {"uri", -1, -1}, {"ipv6", -1, -1},
-                                      {"hostname", 12, 20}, {"email", 8, 24}, {"uri", -1, 30}, {"email", 40, -1}};
+                                      {"hostname", 12, 20}, {"email", 8, 24}, {"uri", -1, 30}, {"email", 40, -1},
+                                      {"duration", -1, -1}, {"duration", 6, 9}};
     for (size_t i = 0; i < sizeof walks / sizeof *walks; i++) {
         tokd_err e = {{0}};
         tokd_grammar *g = format_grammar(walks[i].name, walks[i].min_len, walks[i].max_len, &e);
