@@ -26,6 +26,8 @@
  *     listed ones, their value under the additionalProperties schema (any value when it is
  *     true or absent); with additionalProperties false they are an error. An object with no
  *     properties, no required keys and additionalProperties absent or true is any object.
+ *     propertyNames (a string schema for the keys) only where no key is listed (properties
+ *     and required absent): a map whose keys follow it.
  *   array: prefixItems (or `items` as a list, with additionalItems), items (a schema, true
  *     or false), minItems, maxItems (counts up to 10000) over prefix and rest together;
  *     uniqueItems true only with maxItems <= 1.
@@ -66,7 +68,7 @@
  *   Annotations are ignored: title, description, default, examples, $schema, $id, $comment,
  *     deprecated, readOnly, writeOnly, contentMediaType, contentEncoding, contentSchema,
  *     $defs, definitions, $anchor, nullable (only widens); so are unknown keywords (x-...).
- * Refused by name: not, patternProperties, propertyNames, dependentRequired,
+ * Refused by name: not, patternProperties, dependentRequired,
  * dependentSchemas, dependencies, if, then, else, contains, minContains, maxContains,
  * unevaluatedProperties, unevaluatedItems, $dynamicRef, $recursiveRef, and the limited
  * keywords above outside their supported cases. Errors: false schemas, unknown types,
@@ -114,6 +116,16 @@ typedef struct {
     cJSON **owned; /* merged copies of subschemas, freed with the context */
     int n_owned, cap_owned;
 } jctx;
+
+/* Keep v (a schema built here) until the context is freed; returns it. */
+static cJSON *own(jctx *c, cJSON *v) {
+    if (c->n_owned == c->cap_owned) {
+        c->cap_owned = c->cap_owned ? c->cap_owned * 2 : 8;
+        c->owned = tokd_xrealloc(c->owned, (size_t)c->cap_owned * sizeof *c->owned);
+    }
+    c->owned[c->n_owned++] = v;
+    return v;
+}
 
 static void jctx_free(jctx *c) {
     free(c->refs);
@@ -188,14 +200,15 @@ static const char *const HANDLED[] = {
     "type", "properties", "required", "additionalProperties", "minProperties", "maxProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "format", "pattern",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "enum", "const", "anyOf", "oneOf",
-    "allOf", "$ref", NULL};
+    "allOf", "$ref", "propertyNames", NULL};
 /* Keywords that constrain values and are not supported at all. */
 static const char *const REFUSED[] = {
-    "not", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+    "not", "patternProperties", "dependentRequired", "dependentSchemas", "dependencies",
     "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedProperties", "unevaluatedItems",
     "$dynamicRef", "$recursiveRef", NULL};
 /* The keywords that select a type when `type` is absent. */
-static const char *const OBJECT_KW[] = {"properties", "required", "additionalProperties", "minProperties", "maxProperties", NULL};
+static const char *const OBJECT_KW[] = {"properties", "required", "additionalProperties", "minProperties", "maxProperties",
+                                        "propertyNames", NULL};
 static const char *const ARRAY_KW[] = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", NULL};
 static const char *const STRING_KW[] = {"minLength", "maxLength", "format", "pattern", NULL};
 static const char *const NUMBER_KW[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NULL};
@@ -638,7 +651,29 @@ static int gen_object(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
         jfail(c, "json schema: 'maxProperties' is not supported below the number of keys allowed");
         goto out;
     }
-    if (n == 0 && extra_ok && !cJSON_IsObject(addl)) {
+    /* propertyNames: the extra keys' schema (a string schema), only where no key is listed */
+    const cJSON *pnames = cJSON_GetObjectItemCaseSensitive(s, "propertyNames");
+    if (cJSON_IsTrue(pnames)) pnames = NULL;
+    int key_rule = -1;
+    if (pnames) {
+        if (!cJSON_IsObject(pnames)) {
+            jfail(c, "json schema: propertyNames must be a schema (false is not supported)");
+            goto out;
+        }
+        if (n) {
+            jfail(c, "json schema: 'propertyNames' beside properties or required is not supported");
+            goto out;
+        }
+        if (extra_ok) {
+            cJSON *all = own(c, cJSON_CreateObject()), *list = cJSON_AddArrayToObject(all, "allOf");
+            cJSON *str = cJSON_CreateObject();
+            cJSON_AddStringToObject(str, "type", "string");
+            cJSON_AddItemToArray(list, str);
+            cJSON_AddItemReferenceToArray(list, (cJSON *)pnames);
+            if ((key_rule = gen_rule(c, all, depth + 1)) < 0) goto out;
+        }
+    }
+    if (n == 0 && extra_ok && !cJSON_IsObject(addl) && key_rule < 0) {
         emit_any(c);
         tokd_buf_appendf(b, "any-object");
         rc = 0;
@@ -675,6 +710,7 @@ static int gen_object(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
     }
     char xkey[32] = "string";
     if (extra_ok && n) snprintf(xkey, sizeof xkey, "r%d", gen_xkey(c, names, n));
+    else if (key_rule >= 0) snprintf(xkey, sizeof xkey, "r%d", key_rule);
     /* A[k]: properties k.. after one was written; F[k]: the first present one from k on */
     char bb[200];
     int next_a = new_rule_id(c);
@@ -990,11 +1026,7 @@ static const cJSON *merge_into(jctx *c, const cJSON *s, const char *skip, const 
         jfail(c, "json schema: out of memory");
         return NULL;
     }
-    if (c->n_owned == c->cap_owned) {
-        c->cap_owned = c->cap_owned ? c->cap_owned * 2 : 8;
-        c->owned = tokd_xrealloc(c->owned, (size_t)c->cap_owned * sizeof *c->owned);
-    }
-    c->owned[c->n_owned++] = m;
+    own(c, m);
     const char *where = skip ? skip : "allOf";
     bool props_merged = false;
     for (const cJSON *k = s->child; k; k = k->next) {

@@ -261,6 +261,13 @@ static void test_schema(void) {
          "{\"properties\":{\"kind\":{\"const\":\"b\"}}}]}",
          {"{\"kind\":\"a\",\"x\":1}", "{\"kind\":\"b\"}", "{\"kind\":\"b\",\"x\":2}"},
          {"{\"kind\":\"a\"}", "{\"kind\":\"c\"}", "{\"x\":1}", "{\"kind\":\"b\",\"x\":\"s\"}"}},
+        /* propertyNames: maps whose keys follow a string schema */
+        {"{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"},\"additionalProperties\":{\"type\":\"integer\"}}",
+         {"{}", "{\"ab\":1}", "{\"a\":1,\"b\":-2}"}, {"{\"A\":1}", "{\"a\":\"x\"}", "{\"a1\":1}", "{\"\":1}"}},
+        {"{\"propertyNames\":{\"maxLength\":2,\"enum\":[\"x\",\"yz\",\"long\",3]}}", {"{\"x\":null,\"yz\":[1]}", "{}"},
+         {"{\"long\":1}", "{\"q\":1}", "[]"}},
+        {"{\"propertyNames\":{\"format\":\"email\"},\"additionalProperties\":{\"type\":\"boolean\"}}",
+         {"{\"a@b.cd\":true}"}, {"{\"ab.cd\":true}", "{\"a@b.cd\":1}"}},
         /* without type, the keywords pick it; annotations and unknown keywords are ignored */
         {"{\"minLength\":2,\"title\":\"t\",\"x-vendor\":{\"pattern\":1}}", {"\"ab\""}, {"\"a\"", "\"\""}},
         {"{\"maximum\":5,\"maxItems\":1}", {"5", "-1.5", "[]", "[{}]"}, {"6", "[1,2]", "5.000001"}},
@@ -325,6 +332,8 @@ static void test_schema(void) {
         {"{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{}}},{\"additionalProperties\":false}]}",
          "'additionalProperties' and 'properties' in different schemas combined by 'allOf'"},
         {"{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"(?!x)\"}}}", "'pattern': groups '(?'"},
+        {"{\"properties\":{\"a\":{}},\"propertyNames\":{\"pattern\":\"a\"}}", "'propertyNames' beside properties"},
+        {"{\"type\":\"object\",\"propertyNames\":false}", "propertyNames must be a schema"},
     };
     for (size_t i = 0; i < sizeof errs / sizeof *errs; i++) {
         cJSON *js = cJSON_Parse(errs[i][0]);
@@ -334,7 +343,7 @@ static void test_schema(void) {
         cJSON_Delete(js);
     }
     /* every keyword that constrains values and is not supported is refused by name */
-    static const char *refused[] = {"not", "patternProperties", "propertyNames", "dependentRequired",
+    static const char *refused[] = {"not", "patternProperties", "dependentRequired",
                                     "dependentSchemas", "dependencies", "if", "then", "else", "contains", "minContains",
                                     "maxContains", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                                     "$recursiveRef"};

@@ -1,9 +1,9 @@
 /* test_json_pattern.c — JSON Schema `pattern` (json_schema_pattern.c): strings a pattern must
  * admit and must not, patterns refused by name, random walks through each grammar whose
  * completed strings PCRE2 checks (in ECMA's readings: \u escapes, $ only at the very end,
- * ASCII classes), the formats written as patterns (hostname, email, uri, ipv6) walked the
- * same way and checked by validators written here, and a random-weight model generating
- * under pattern schemas. */
+ * ASCII classes), the formats written as patterns (hostname, email, uri, ipv6, duration)
+ * walked the same way and checked by validators written here, and a random-weight model
+ * generating under pattern schemas (and propertyNames). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -500,6 +500,19 @@ static bool field_matches(const cJSON *doc, const char *key, const char *pattern
     return ok && (max_len < 0 || cps <= max_len);
 }
 
+/* keys of one to six lowercase letters (propertyNames), values 0-9 */
+static bool tally_ok(const cJSON *t) {
+    if (!cJSON_IsObject(t)) return false;
+    for (const cJSON *e = t->child; e; e = e->next) {
+        size_t n = strlen(e->string);
+        bool key = n >= 1 && n <= 6;
+        for (size_t i = 0; i < n; i++) key = key && e->string[i] >= 'a' && e->string[i] <= 'z';
+        if (!key || !cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 9 || e->valuedouble != (int)e->valuedouble)
+            return false;
+    }
+    return true;
+}
+
 static void test_model(int n_runs) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
@@ -518,8 +531,10 @@ static void test_model(int n_runs) {
         "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3,5}$\"},"
         "\"mail\":{\"type\":\"string\",\"pattern\":\"^[a-z.]+@[a-z]+\\\\.(com|org)$\",\"maxLength\":24},"
         "\"note\":{\"type\":\"string\",\"pattern\":\"ok|fine\",\"maxLength\":12},"
-        "\"free\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s\\\"]*$\",\"maxLength\":8}},"
-        "\"required\":[\"id\",\"mail\",\"note\",\"free\"]}";
+        "\"free\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s\\\"]*$\",\"maxLength\":8},"
+        "\"tally\":{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]{1,6}$\"},"
+        "\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}}},"
+        "\"required\":[\"id\",\"mail\",\"note\",\"free\",\"tally\"]}";
     cJSON *schema = cJSON_Parse(SCHEMA);
     tokd_grammar *g = tokd_grammar_from_json_schema(schema, false, &e);
     CHECK(g != NULL, "schema: %s", e.msg);
@@ -551,7 +566,7 @@ static void test_model(int n_runs) {
         cJSON *doc = rc ? NULL : cJSON_ParseWithOpts(text, NULL, true);
         bool ok = doc && st.finish == TOKD_FINISH_EOG && field_matches(doc, "id", "^[A-Z]{2}-\\d{3,5}$", -1) &&
                   field_matches(doc, "mail", "^[a-z.]+@[a-z]+\\.(com|org)$", 24) && field_matches(doc, "note", "ok|fine", 12) &&
-                  field_matches(doc, "free", "^[^\\s\"]*$", 8);
+                  field_matches(doc, "free", "^[^\\s\"]*$", 8) && tally_ok(cJSON_GetObjectItemCaseSensitive(doc, "tally"));
         if (!ok && fails++ < 3)
             CHECK(0, "seed %d: rc %d finish %s, output (%zu bytes): %.300s", run, rc, tokd_finish_name(st.finish), out.len, text);
         cJSON_Delete(doc);
