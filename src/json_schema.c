@@ -30,7 +30,8 @@
  *     and required absent): a map whose keys follow it.
  *   array: prefixItems (or `items` as a list, with additionalItems), items (a schema, true
  *     or false), minItems, maxItems (counts up to 10000) over prefix and rest together;
- *     uniqueItems true only with maxItems <= 1.
+ *     uniqueItems true with maxItems <= 1, or without prefixItems for items of listed values
+ *     (const / enum): then each value at most once, in the listed order (gen_unique_array).
  *   string: minLength, maxLength (code points; an escape counts as one, so such strings
  *     hold no \u escapes of UTF-16 surrogates, a pair of which is one code point); format
  *     date (YYYY-MM-DD, real calendar dates, years 0001-9999), time (HH:MM:SS[.f{1,9}] then
@@ -752,6 +753,52 @@ static void rep(tokd_buf *b, const char *body, long lo, long hi) {
     else tokd_buf_appendf(b, "( %s ){%ld,%ld} ", body, lo, hi);
 }
 
+static const cJSON *deref(jctx *c, const cJSON *s);
+static int kept_values(jctx *c, const cJSON *s, int depth, const cJSON ***out, int *n_out);
+
+/* uniqueItems where the items are listed values (const / enum, after $ref): the values their
+ * other keywords admit, in the listed order, each at most once, between minItems and the
+ * most allowed (M, -1: any). Rule (i, k): "values i.. remain, k are written"; only those
+ * from which minItems can still be reached. */
+static int gen_unique_array(jctx *c, const cJSON *items, long mn, long M, int depth, tokd_buf *b) {
+    const cJSON *it = items ? deref(c, items) : NULL;
+    if (!cJSON_IsObject(it) || (!cJSON_GetObjectItemCaseSensitive(it, "enum") && !cJSON_GetObjectItemCaseSensitive(it, "const")))
+        return jfail(c, "json schema: 'uniqueItems' is supported only with maxItems 1 or for items of listed values (enum, const)");
+    const cJSON **vals;
+    int n;
+    if (kept_values(c, it, depth + 1, &vals, &n)) return -1;
+    int rc = 0;
+    long top = M < 0 || M > n ? n : M;
+    if (n > 256) rc = jfail(c, "json schema: 'uniqueItems' over more than 256 values is not supported");
+    else if (mn > top) rc = jfail(c, "json schema: minItems above the %d distinct values allowed", n);
+    int lits = c->n_rules, base = lits + n; /* rules: each value's text, then (i, k) */
+    if (!rc) c->n_rules += n + (n + 1) * (int)(top + 1);
+    for (int i = 0; i < n && !rc; i++) {
+        tokd_buf t = {0};
+        rc = lit_json(c, &t, vals[i]);
+        if (!rc) rule(c, lits + i, t.data);
+        tokd_buf_free(&t);
+    }
+#define ALIVE(i, k) ((k) <= top && (k) + (n - (i)) >= mn)
+#define ID(i, k) (base + (i) * (int)(top + 1) + (int)(k))
+    for (int i = n; i >= 0 && !rc; i--)
+        for (long k = 0; k <= top; k++) {
+            if (!ALIVE(i, k)) continue;
+            char body[128];
+            int len = 0;
+            if (i == n) len = snprintf(body, sizeof body, "\"\"");
+            if (i < n && k < top && ALIVE(i + 1, k + 1))
+                len += snprintf(body + len, sizeof body - (size_t)len, "%sr%d ws r%d", k ? "\",\" ws " : "", lits + i, ID(i + 1, k + 1));
+            if (i < n && ALIVE(i + 1, k)) len += snprintf(body + len, sizeof body - (size_t)len, "%sr%d", len ? " | " : "", ID(i + 1, k));
+            rule(c, ID(i, k), body);
+        }
+    if (!rc) tokd_buf_appendf(b, "\"[\" ws r%d \"]\"", ID(0, 0));
+#undef ALIVE
+#undef ID
+    free(vals);
+    return rc;
+}
+
 static int gen_array(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(s, "items");
     const cJSON *prefix = cJSON_GetObjectItemCaseSensitive(s, "prefixItems");
@@ -768,8 +815,10 @@ static int gen_array(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
     long M = mx; /* the most items allowed (-1: no limit) */
     if (cJSON_IsFalse(items) && (M < 0 || M > n_prefix)) M = n_prefix;
     if (M >= 0 && mn > M) return jfail(c, "json schema: minItems above the items allowed");
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "uniqueItems")) && (M < 0 || M > 1))
-        return jfail(c, "json schema: 'uniqueItems' is not supported (except with maxItems 1)");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "uniqueItems")) && (M < 0 || M > 1)) {
+        if (n_prefix) return jfail(c, "json schema: 'uniqueItems' with prefixItems is not supported");
+        return gen_unique_array(c, items, mn, M, depth, b);
+    }
     long K = M >= 0 && M < n_prefix ? M : n_prefix; /* prefix items that can be written */
     bool rest = M < 0 || M > n_prefix;
     char item[32] = "";
@@ -1130,8 +1179,11 @@ static int filter_values(jctx *c, const cJSON *s, int depth, const cJSON *const 
     return rc;
 }
 
-static int gen_values(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
+/* The values of s's const or enum that its other keywords admit: *vals (malloc'd, n of
+ * them, with the same const/enum value kept once); 0, or -1 when none is left. */
+static int kept_values(jctx *c, const cJSON *s, int depth, const cJSON ***out, int *n_out) {
     const cJSON *cv = cJSON_GetObjectItemCaseSensitive(s, "const"), *ev = cJSON_GetObjectItemCaseSensitive(s, "enum");
+    *out = NULL, *n_out = 0;
     if (ev && (!cJSON_IsArray(ev) || !ev->child)) return jfail(c, "json schema: enum must be a non-empty array");
     int n = cv ? 1 : cJSON_GetArraySize(ev), i = 0, kept = 0, rc = 0;
     const cJSON **vals = tokd_xmalloc((size_t)n * sizeof *vals);
@@ -1145,20 +1197,33 @@ static int gen_values(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
         for (const cJSON *e = ev->child; e; e = e->next) keep[0] |= cJSON_Compare(cv, e, true);
     }
     if (other_constraint(s, "const", "enum")) rc = filter_values(c, s, depth, vals, n, keep);
-    if (!rc) {
-        tokd_buf_appendf(b, "( ");
-        for (i = 0; i < n && !rc; i++)
-            if (keep[i]) {
-                if (kept++) tokd_buf_appendf(b, " | ");
-                rc = lit_json(c, b, vals[i]);
-            }
-        tokd_buf_appendf(b, " )");
-        if (!rc && !kept)
-            rc = jfail(c, cv ? "json schema: the const value does not satisfy the schema's other keywords"
-                             : "json schema: no enum value satisfies the schema's other keywords");
+    for (i = 0; i < n && !rc; i++) {
+        for (int j = 0; j < kept && keep[i]; j++) keep[i] = !cJSON_Compare(vals[j], vals[i], true);
+        if (keep[i]) vals[kept++] = vals[i];
     }
-    free(vals);
     free(keep);
+    if (!rc && !kept)
+        rc = jfail(c, cv ? "json schema: the const value does not satisfy the schema's other keywords"
+                         : "json schema: no enum value satisfies the schema's other keywords");
+    if (rc) {
+        free(vals);
+        return -1;
+    }
+    *out = vals, *n_out = kept;
+    return 0;
+}
+
+static int gen_values(jctx *c, const cJSON *s, int depth, tokd_buf *b) {
+    const cJSON **vals;
+    int n, rc = 0;
+    if (kept_values(c, s, depth, &vals, &n)) return -1;
+    tokd_buf_appendf(b, "( ");
+    for (int i = 0; i < n && !rc; i++) {
+        if (i) tokd_buf_appendf(b, " | ");
+        rc = lit_json(c, b, vals[i]);
+    }
+    tokd_buf_appendf(b, " )");
+    free(vals);
     return rc;
 }
 

@@ -3,7 +3,7 @@
  * completed strings PCRE2 checks (in ECMA's readings: \u escapes, $ only at the very end,
  * ASCII classes), the formats written as patterns (hostname, email, uri, ipv6, duration)
  * walked the same way and checked by validators written here, and a random-weight model
- * generating under pattern schemas (and propertyNames). */
+ * generating under pattern schemas (and propertyNames, and uniqueItems over an enum). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -513,6 +513,20 @@ static bool tally_ok(const cJSON *t) {
     return true;
 }
 
+/* one to four of the listed colours, none twice (uniqueItems) */
+static bool colors_ok(const cJSON *a) {
+    static const char *const names[] = {"red", "green", "blue", "cyan"};
+    bool seen[4] = {0};
+    int n = 0;
+    for (const cJSON *e = cJSON_IsArray(a) ? a->child : NULL; e; e = e->next, n++) {
+        int k = 0;
+        while (k < 4 && !(cJSON_IsString(e) && !strcmp(e->valuestring, names[k]))) k++;
+        if (k == 4 || seen[k]) return false;
+        seen[k] = true;
+    }
+    return cJSON_IsArray(a) && n >= 1;
+}
+
 static void test_model(int n_runs) {
     char path[512];
     snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
@@ -533,8 +547,9 @@ static void test_model(int n_runs) {
         "\"note\":{\"type\":\"string\",\"pattern\":\"ok|fine\",\"maxLength\":12},"
         "\"free\":{\"type\":\"string\",\"pattern\":\"^[^\\\\s\\\"]*$\",\"maxLength\":8},"
         "\"tally\":{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]{1,6}$\"},"
-        "\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}}},"
-        "\"required\":[\"id\",\"mail\",\"note\",\"free\",\"tally\"]}";
+        "\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}},"
+        "\"colors\":{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\",\"cyan\"]},\"uniqueItems\":true,\"minItems\":1}},"
+        "\"required\":[\"id\",\"mail\",\"note\",\"free\",\"tally\",\"colors\"]}";
     cJSON *schema = cJSON_Parse(SCHEMA);
     tokd_grammar *g = tokd_grammar_from_json_schema(schema, false, &e);
     CHECK(g != NULL, "schema: %s", e.msg);
@@ -566,7 +581,8 @@ static void test_model(int n_runs) {
         cJSON *doc = rc ? NULL : cJSON_ParseWithOpts(text, NULL, true);
         bool ok = doc && st.finish == TOKD_FINISH_EOG && field_matches(doc, "id", "^[A-Z]{2}-\\d{3,5}$", -1) &&
                   field_matches(doc, "mail", "^[a-z.]+@[a-z]+\\.(com|org)$", 24) && field_matches(doc, "note", "ok|fine", 12) &&
-                  field_matches(doc, "free", "^[^\\s\"]*$", 8) && tally_ok(cJSON_GetObjectItemCaseSensitive(doc, "tally"));
+                  field_matches(doc, "free", "^[^\\s\"]*$", 8) && tally_ok(cJSON_GetObjectItemCaseSensitive(doc, "tally")) &&
+                  colors_ok(cJSON_GetObjectItemCaseSensitive(doc, "colors"));
         if (!ok && fails++ < 3)
             CHECK(0, "seed %d: rc %d finish %s, output (%zu bytes): %.300s", run, rc, tokd_finish_name(st.finish), out.len, text);
         cJSON_Delete(doc);
