@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "grammar.h"
-#include "unicode_utf8.h"
+#include "../tests/t_json_string.h"
 
 #define OUT_CAP 8192 /* 32 raw bytes and 32 tokens */
 
@@ -44,42 +44,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-/* The value of a JSON string's text (the grammar wrote it, so it is well formed) into v; its
- * length in code points. */
-static long json_string_value(const char *j, size_t n, char *v, size_t *v_len) {
-    size_t o = 0;
-    long cps = 0;
-    for (size_t i = 1; i + 1 < n; cps++) {
-        uint32_t c;
-        if (j[i] != '\\') {
-            size_t len = 1;
-            while (i + len + 1 < n && ((unsigned char)j[i + len] & 0xC0) == 0x80) len++;
-            memcpy(v + o, j + i, len), o += len, i += len;
-            continue;
-        }
-        char e = j[i + 1];
-        i += 2;
-        if (e != 'u') {
-            v[o++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
-            continue;
-        }
-        c = (uint32_t)strtoul((char[5]){j[i], j[i + 1], j[i + 2], j[i + 3], 0}, NULL, 16);
-        i += 4;
-        if (c >= 0xD800 && c < 0xDC00 && i + 6 <= n && j[i] == '\\' && j[i + 1] == 'u') {
-            uint32_t lo = (uint32_t)strtoul((char[5]){j[i + 2], j[i + 3], j[i + 4], j[i + 5], 0}, NULL, 16);
-            if (lo >= 0xDC00 && lo < 0xE000) c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00), i += 6;
-        }
-        o += tokd_utf8_encode(c, v + o);
-    }
-    *v_len = o;
-    return cps;
-}
-
 static void check_pattern(const char *pattern, const char *out, size_t n, long min_len, long max_len) {
     if (n < 2 || out[0] != '"' || out[n - 1] != '"') abort();
     char value[OUT_CAP];
-    size_t v_len;
-    long cps = json_string_value(out, n, value, &v_len);
+    long cps;
+    size_t v_len = t_json_string_value(out, n, value, &cps);
     if (cps < min_len || (max_len >= 0 && cps > max_len)) abort();
     int code;
     PCRE2_SIZE at;

@@ -684,24 +684,15 @@ static int emit_nonempty(pctx *p, int i) {
     bool first = true;
     switch (n->type) {
     case P_ANY: put(p, "char1+"); return 0;
-    case P_ALT:
+    case P_ALT: /* each alternative's non-empty strings */
+    case P_CAT: /* (every kid can be empty) the first non-empty kid's, then the others as they are */
         put(p, "( ");
         for (int k = 0; k < n->n_kids && !rc; k++) {
             if (!p->nodes[n->kids[k]].len_max) continue;
             if (!first) put(p, " | ");
             first = false;
             rc = emit_nonempty(p, n->kids[k]);
-        }
-        put(p, " )");
-        return rc;
-    case P_CAT: /* every kid can be empty: the first non-empty one, then the rest */
-        put(p, "( ");
-        for (int k = 0; k < n->n_kids && !rc; k++) {
-            if (!p->nodes[n->kids[k]].len_max) continue;
-            if (!first) put(p, " | ");
-            first = false;
-            rc = emit_nonempty(p, n->kids[k]);
-            for (int j = k + 1; j < n->n_kids && !rc; j++) put(p, " "), rc = emit(p, n->kids[j]);
+            for (int j = k + 1; n->type == P_CAT && j < n->n_kids && !rc; j++) put(p, " "), rc = emit(p, n->kids[j]);
         }
         put(p, " )");
         return rc;

@@ -12,6 +12,7 @@
 #include "gguf.h"
 #include "grammar.h"
 #include "t.h"
+#include "t_grammar_gen.h"
 
 static tokd_grammar *parse(const char *src) {
     tokd_err e = {{0}};
@@ -589,24 +590,12 @@ static const char *SCHEMAS[] = {
     "\"required\":[\"t\",\"k\",\"extra\"],\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}}",
 };
 
-static void collect(void *ud, const char *text, size_t len) { tokd_buf_append(ud, text, len); }
 
 static void test_acceptance(const char *model_name, int n_runs, int n_object_runs) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), model_name);
+    t_gen gen;
+    if (!t_gen_open(&gen, model_name)) return;
     tokd_err e = {{0}};
-    tokd_model *m = tokd_model_load(path, &e);
-    CHECK(m != NULL, "load %s: %s", path, e.msg);
-    if (!m) return;
-    tokd_ctx_params cp;
-    tokd_ctx_params_default(&cp);
-    cp.n_ctx = 1024;
-    cp.n_threads = 1;
-    tokd_ctx *c = tokd_ctx_new(m, &cp, &e);
-    tokd_grammar_vocab *v = tokd_grammar_vocab_new(m->tok);
-    int32_t *prompt = NULL;
-    size_t n_prompt = 0;
-    tokd_tokenize(m->tok, "Answer in JSON:", 15, true, false, &prompt, &n_prompt, &e);
+    const tokd_model *m = gen.m;
     int n_schemas = (int)(sizeof SCHEMAS / sizeof *SCHEMAS);
     long total_tokens = 0;
     for (int si = 0; si <= n_schemas; si++) {
@@ -615,7 +604,7 @@ static void test_acceptance(const char *model_name, int n_runs, int n_object_run
         tokd_grammar *g = tokd_grammar_from_json_schema(schema, any, &e);
         CHECK(g != NULL, "schema %d: %s", si, e.msg);
         if (!g) continue;
-        tokd_grammar_state *s = tokd_grammar_state_new(g, v);
+        tokd_grammar_state *s = tokd_grammar_state_new(g, gen.v);
         int fails = 0, runs = any ? n_object_runs : n_runs;
         /* json_object mode (and schema 6's extra keys) bound no string: a random model closes
          * one with a chance of about 1 in 400 per token. A bias towards tokens with '"', '}' or
@@ -631,23 +620,9 @@ static void test_acceptance(const char *model_name, int n_runs, int n_object_run
                 bias[n_bias++] = (tokd_logit_bias){t, 5.0f};
         }
         for (int run = 0; run < runs; run++) {
-            tokd_grammar_state_reset(s);
             tokd_buf out = {0};
-            tokd_gen_params gp;
-            tokd_gen_params_default(&gp);
-            gp.sampling.temperature = 1.0f;
-            gp.sampling.top_k = 0;
-            gp.sampling.top_p = 1.0f;
-            gp.sampling.min_p = 0.0f;
-            gp.sampling.seed = 1000u + (uint64_t)run;
-            gp.sampling.logit_bias = bias;
-            gp.sampling.n_logit_bias = n_bias;
-            gp.n_predict = 900;
-            gp.grammar = s;
-            gp.on_text = collect;
-            gp.ud = &out;
             tokd_gen_stats st;
-            int rc = tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &e);
+            int rc = t_gen_run(&gen, s, 1000u + (uint64_t)run, bias, n_bias, 900, &out, &st);
             total_tokens += st.n_gen;
             const char *text = out.data ? out.data : "";
             cJSON *doc = rc ? NULL : cJSON_ParseWithOpts(text, NULL, true);
@@ -665,10 +640,7 @@ static void test_acceptance(const char *model_name, int n_runs, int n_object_run
         cJSON_Delete(schema);
     }
     fprintf(stderr, "%s: %ld tokens generated under grammars\n", model_name, total_tokens);
-    free(prompt);
-    tokd_grammar_vocab_free(v);
-    tokd_ctx_free(c);
-    tokd_model_free(m);
+    t_gen_close(&gen);
 }
 
 /* A mask call's work budget (tokd_grammar_state_set_work_budget): with any-JSON on the

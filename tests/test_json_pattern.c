@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generate.h"
 #include "grammar.h"
 #include "t.h"
-#include "unicode_utf8.h"
+#include "t_grammar_gen.h"
+#include "t_json_string.h"
 
 /* A string schema with a pattern and optional bounds (-1: absent). */
 static cJSON *pattern_schema(const char *pattern, int min_len, int max_len) {
@@ -49,6 +49,24 @@ typedef struct {
     int min_len, max_len;
     const char *yes[6], *no[8];
 } pcase;
+
+static tokd_grammar *format_grammar(const char *name, int min_len, int max_len, tokd_err *e);
+
+/* Each case's grammar (made by build from the case's pattern or format name and bounds)
+ * admits its yes strings and none of its no strings. */
+static void check_cases(const pcase *cases, size_t n, const char *what,
+                        tokd_grammar *(*build)(const char *, int, int, tokd_err *)) {
+    for (size_t i = 0; i < n; i++) {
+        const pcase *c = &cases[i];
+        tokd_err e = {{0}};
+        tokd_grammar *g = build(c->pattern, c->min_len, c->max_len, &e);
+        CHECK(g != NULL, "%s %s: %s", what, c->pattern, e.msg);
+        if (!g) continue;
+        for (int k = 0; k < 6 && c->yes[k]; k++) CHECK(admits(g, c->yes[k]), "%s %s should admit \"%s\"", what, c->pattern, c->yes[k]);
+        for (int k = 0; k < 8 && c->no[k]; k++) CHECK(!admits(g, c->no[k]), "%s %s should not admit \"%s\"", what, c->pattern, c->no[k]);
+        tokd_grammar_free(g);
+    }
+}
 
 static void test_cases(void) {
     static const pcase cases[] = {
@@ -86,16 +104,7 @@ static void test_cases(void) {
         {"^(a{5})?b(c{4}|d)*$", -1, 3, {"b", "bd", "bdd"}, {"aaaaab", "bcccc", "bdddd"}},
         {"^(ab|cde)+$", 4, 6, {"abab", "cdeab", "abcde", "cdecde", "ababab"}, {"ab", "cde", "abababab", "cdeabab"}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const pcase *c = &cases[i];
-        tokd_err e = {{0}};
-        tokd_grammar *g = pattern_grammar(c->pattern, c->min_len, c->max_len, &e);
-        CHECK(g != NULL, "pattern %s: %s", c->pattern, e.msg);
-        if (!g) continue;
-        for (int k = 0; k < 6 && c->yes[k]; k++) CHECK(admits(g, c->yes[k]), "pattern %s should admit \"%s\"", c->pattern, c->yes[k]);
-        for (int k = 0; k < 8 && c->no[k]; k++) CHECK(!admits(g, c->no[k]), "pattern %s should not admit \"%s\"", c->pattern, c->no[k]);
-        tokd_grammar_free(g);
-    }
+    check_cases(cases, sizeof cases / sizeof *cases, "pattern", pattern_grammar);
     /* one spelling of each character: the canonical escapes only */
     tokd_err e = {{0}};
     tokd_grammar *g = pattern_grammar("^.+$", -1, -1, &e);
@@ -192,37 +201,13 @@ static void test_refusals(void) {
 
 /* ---- random walks, checked by PCRE2 ------------------------------------------------------------ */
 
-/* The value of the JSON string text j (n bytes, quotes included, as the grammar writes it). */
+/* The value of the JSON string text j (n bytes, quotes included); (size_t)-1 if it is not
+ * one. */
 static size_t json_value(const char *j, size_t n, char *v, long *cps) {
-    cJSON *s = cJSON_ParseWithLength(j, n); /* validates; the value is decoded below (NUL-safe) */
+    cJSON *s = cJSON_ParseWithLength(j, n);
     bool ok = cJSON_IsString(s);
     cJSON_Delete(s);
-    if (!ok) return (size_t)-1;
-    size_t o = 0;
-    *cps = 0;
-    for (size_t i = 1; i + 1 < n; ++*cps) {
-        if (j[i] != '\\') {
-            size_t len = tokd_utf8_lead_len((uint8_t)j[i]);
-            memcpy(v + o, j + i, len), o += len, i += len;
-            continue;
-        }
-        char e = j[i + 1];
-        i += 2;
-        if (e != 'u') {
-            v[o++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
-            continue;
-        }
-        char hex[5] = {j[i], j[i + 1], j[i + 2], j[i + 3], 0};
-        uint32_t c = (uint32_t)strtoul(hex, NULL, 16);
-        i += 4;
-        if (c >= 0xD800 && c < 0xDC00 && j[i] == '\\') {
-            char lo[5] = {j[i + 2], j[i + 3], j[i + 4], j[i + 5], 0};
-            c = 0x10000 + ((c - 0xD800) << 10) + ((uint32_t)strtoul(lo, NULL, 16) - 0xDC00);
-            i += 6;
-        }
-        o += tokd_utf8_encode(c, v + o);
-    }
-    return o;
+    return ok ? t_json_string_value(j, n, v, cps) : (size_t)-1;
 }
 
 /* Pieces a walk appends: printable ASCII, some multi-byte characters, and JSON escapes. */
@@ -455,16 +440,7 @@ static void test_formats(void) {
         {"duration", -1, -1, {"P1Y2M3DT4H5M6S", "PT5M", "P2W", "P3D", "PT1H", "P1M2D"},
          {"P", "PT", "P1H", "PT1H2S", "P1W2D", "1D", "P1.5D", "P1DT"}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const pcase *c = &cases[i];
-        tokd_err e = {{0}};
-        tokd_grammar *g = format_grammar(c->pattern, c->min_len, c->max_len, &e);
-        CHECK(g != NULL, "format %s: %s", c->pattern, e.msg);
-        if (!g) continue;
-        for (int k = 0; k < 6 && c->yes[k]; k++) CHECK(admits(g, c->yes[k]), "format %s should admit \"%s\"", c->pattern, c->yes[k]);
-        for (int k = 0; k < 8 && c->no[k]; k++) CHECK(!admits(g, c->no[k]), "format %s should not admit \"%s\"", c->pattern, c->no[k]);
-        tokd_grammar_free(g);
-    }
+    check_cases(cases, sizeof cases / sizeof *cases, "format", format_grammar);
     static const fmt_check walks[] = {{"hostname", -1, -1}, {"email", -1, -1}, {"uri", -1, -1}, {"ipv6", -1, -1},
                                       {"hostname", 12, 20}, {"email", 8, 24}, {"uri", -1, 30}, {"email", 40, -1},
                                       {"duration", -1, -1}, {"duration", 6, 9}};
@@ -482,7 +458,6 @@ static void test_formats(void) {
 
 /* ---- a model writing under pattern schemas -------------------------------------------------- */
 
-static void collect(void *ud, const char *text, size_t len) { tokd_buf_append(ud, text, len); }
 
 static bool field_matches(const cJSON *doc, const char *key, const char *pattern, int max_len) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
@@ -528,18 +503,8 @@ static bool colors_ok(const cJSON *a) {
 }
 
 static void test_model(int n_runs) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/tiny-llama-f32.gguf", t_shared());
-    tokd_err e = {{0}};
-    tokd_model *m = tokd_model_load(path, &e);
-    CHECK(m != NULL, "load %s: %s", path, e.msg);
-    if (!m) return;
-    tokd_ctx_params cp;
-    tokd_ctx_params_default(&cp);
-    cp.n_ctx = 1024;
-    cp.n_threads = 1;
-    tokd_ctx *c = tokd_ctx_new(m, &cp, &e);
-    tokd_grammar_vocab *v = tokd_grammar_vocab_new(m->tok);
+    t_gen gen;
+    if (!t_gen_open(&gen, "tiny-llama-f32.gguf")) return;
     static const char *SCHEMA =
         "{\"type\":\"object\",\"properties\":{"
         "\"id\":{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3,5}$\"},"
@@ -550,31 +515,17 @@ static void test_model(int n_runs) {
         "\"additionalProperties\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}},"
         "\"colors\":{\"type\":\"array\",\"items\":{\"enum\":[\"red\",\"green\",\"blue\",\"cyan\"]},\"uniqueItems\":true,\"minItems\":1}},"
         "\"required\":[\"id\",\"mail\",\"note\",\"free\",\"tally\",\"colors\"]}";
+    tokd_err e = {{0}};
     cJSON *schema = cJSON_Parse(SCHEMA);
     tokd_grammar *g = tokd_grammar_from_json_schema(schema, false, &e);
     CHECK(g != NULL, "schema: %s", e.msg);
-    tokd_grammar_state *s = g ? tokd_grammar_state_new(g, v) : NULL;
-    int32_t *prompt = NULL;
-    size_t n_prompt = 0;
-    tokd_tokenize(m->tok, "Answer in JSON:", 15, true, false, &prompt, &n_prompt, &e);
+    tokd_grammar_state *s = g ? tokd_grammar_state_new(g, gen.v) : NULL;
     int fails = 0;
     long tokens = 0;
     for (int run = 0; s && run < n_runs; run++) {
-        tokd_grammar_state_reset(s);
         tokd_buf out = {0};
-        tokd_gen_params gp;
-        tokd_gen_params_default(&gp);
-        gp.sampling.temperature = 1.0f;
-        gp.sampling.top_k = 0;
-        gp.sampling.top_p = 1.0f;
-        gp.sampling.min_p = 0.0f;
-        gp.sampling.seed = 2000u + (uint64_t)run;
-        gp.n_predict = 600;
-        gp.grammar = s;
-        gp.on_text = collect;
-        gp.ud = &out;
         tokd_gen_stats st;
-        int rc = tokd_generate(c, m, prompt, (int32_t)n_prompt, &gp, &st, &e);
+        int rc = t_gen_run(&gen, s, 2000u + (uint64_t)run, NULL, 0, 600, &out, &st);
         const char *text = out.data ? out.data : "";
         tokens += st.n_gen;
         if (!run) fprintf(stderr, "tiny-llama-f32 under pattern schemas, first output: %s\n", text);
@@ -590,13 +541,10 @@ static void test_model(int n_runs) {
     }
     CHECK(fails == 0, "%d of %d outputs invalid", fails, n_runs);
     fprintf(stderr, "%ld tokens generated in %d runs\n", tokens, n_runs);
-    free(prompt);
     tokd_grammar_state_free(s);
     tokd_grammar_free(g);
     cJSON_Delete(schema);
-    tokd_grammar_vocab_free(v);
-    tokd_ctx_free(c);
-    tokd_model_free(m);
+    t_gen_close(&gen);
 }
 
 int main(void) {
