@@ -909,7 +909,7 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
     ginfo r = gi_build(&g, root);
     int rc = p->failed ? -1 : 0;
     long top = hi >= 0 ? hi : lo; /* counts 0..top; without hi, top means "lo or more" */
-    int n_states = g.n_pos + 1;
+    int n_states = g.n_pos + 1, wn = (n_states + 63) / 64; /* the words of a bitset in use */
     if (!rc && (double)n_states * (double)(top + 1) > MAX_PRODUCT)
         rc = pfail(p, "with minLength/maxLength, %d character sets times %ld counts is too large; put the length in the pattern", g.n_pos,
                    top + 1);
@@ -920,25 +920,28 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
         alive = tokd_xcalloc(cells, 1);
         seen = tokd_xcalloc(cells, 1);
 #define CELL(s, c) ((size_t)(s) * (size_t)(top + 1) + (size_t)(c))
-        /* accepting: the last positions (the start when the pattern can be empty), lo reached */
+        /* alive (s, c): from state s after c characters an accepting state (a last position,
+           or the start when the pattern can be empty) with lo reached is still reachable. A
+           character adds one to the count, except at the saturated top (no maxLength), where
+           aliveness is a search backwards along the edges. */
+        int *queue = tokd_xcalloc((size_t)n_states, sizeof *queue);
         for (long c = top; c >= 0; c--) {
-            bool changed = true;
-            while (changed) { /* at the saturated count an edge can stay on the same count */
-                changed = false;
-                for (int s = 0; s < n_states; s++) {
-                    if (alive[CELL(s, c)]) continue;
-                    bool ok = c >= lo && (s ? bit(r.last, s) : r.nullable);
-                    long next = hi < 0 && c == top ? c : c + 1;
-                    const uint64_t *f = g.follow + (size_t)s * (size_t)g.words;
-                    for (int q = 1; !ok && next <= top && q < n_states; q++) ok = bit(f, q) && alive[CELL(q, next)];
-                    if (ok) {
-                        alive[CELL(s, c)] = 1;
-                        if (next == c) changed = true;
-                    }
-                }
-                if (!(hi < 0 && c == top)) break;
+            bool saturated = hi < 0 && c == top;
+            int nq = 0;
+            for (int s = 0; s < n_states; s++) {
+                bool ok = c >= lo && (s ? bit(r.last, s) : r.nullable);
+                const uint64_t *f = g.follow + (size_t)s * (size_t)g.words;
+                for (int w = 0; w < wn && !ok && !saturated && c < top; w++)
+                    for (uint64_t m = f[w]; m && !ok; m &= m - 1) ok = alive[CELL(w * 64 + __builtin_ctzll(m), c + 1)];
+                if (ok) alive[CELL(s, c)] = 1, queue[nq++] = s;
+            }
+            while (saturated && nq) {
+                int q = queue[--nq];
+                for (int s = 0; s < n_states; s++)
+                    if (!alive[CELL(s, c)] && bit(g.follow + (size_t)s * (size_t)g.words, q)) alive[CELL(s, c)] = 1, queue[nq++] = s;
             }
         }
+        free(queue);
     }
     if (!rc && (r.empty || !alive[CELL(0, 0)])) {
         if (hi < 0) snprintf(p->msg, p->msg_size, "json schema: no string of %ld or more code points matches 'pattern'", lo);
@@ -959,12 +962,15 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
             putf(p, "p%d-%d-%ld ::=", id, s, c);
             bool any = false;
             const uint64_t *f = g.follow + (size_t)s * (size_t)g.words;
-            for (int q = 1; next <= top && q < n_states; q++) {
-                if (!bit(f, q) || !alive[CELL(q, next)]) continue;
-                putf(p, "%s p%d-c%d p%d-%d-%ld", any ? " |" : "", id, q, id, q, next);
-                any = true;
-                used[q] = true;
-                if (!seen[CELL(q, next)]) seen[CELL(q, next)] = 1, stack[sp++] = (int)CELL(q, next);
+            for (int w = 0; w < wn && next <= top; w++) {
+                for (uint64_t m = f[w]; m; m &= m - 1) {
+                    int q = w * 64 + __builtin_ctzll(m);
+                    if (!alive[CELL(q, next)]) continue;
+                    putf(p, "%s p%d-c%d p%d-%d-%ld", any ? " |" : "", id, q, id, q, next);
+                    any = true;
+                    used[q] = true;
+                    if (!seen[CELL(q, next)]) seen[CELL(q, next)] = 1, stack[sp++] = (int)CELL(q, next);
+                }
             }
             if (c >= lo && (s ? bit(r.last, s) : r.nullable)) put(p, any ? " | \"\"" : " \"\"");
             put(p, "\n");
