@@ -419,22 +419,27 @@ static const struct {
 };
 
 /* Formats written as patterns (json_schema_pattern.c, so minLength/maxLength combine with
- * them exactly), narrower than their RFCs so that the grammars stay small: host names of
- * labels of 1-16 letters, digits and inner hyphens (1-4 labels; an email's domain 2-3);
- * email local parts of dot-separated runs of letters, digits and _%+-; uri: http or https,
- * a host name, an optional port, then path segments, query and fragment of unreserved and
- * sub-delimiter characters with : and @ (no percent escapes); ipv6: the full eight groups;
- * duration: RFC 3339's (appendix A) exactly. */
+ * them exactly), narrower than their RFCs so that the grammars stay small and that the
+ * common validators accept every string (ajv-formats, zod's email regex and WHATWG URL
+ * parsing, Python's ipaddress): host names of 1-4 labels of 1-16 letters, digits and inner
+ * hyphens, the last starting with a letter (a numeric last label makes WHATWG parse an IPv4
+ * address); email: dot-separated runs of letters, digits and _+- before the @, then one or
+ * two labels and a top-level domain of 2-16 letters; uri: http or https, a host name, a
+ * port 0-65535, path segments, query and fragment of unreserved and sub-delimiter
+ * characters with : and @ (no percent escapes); ipv6: the full eight groups; duration: RFC
+ * 3339's appendix A exactly. */
 #define FMT_LABEL "[A-Za-z0-9](?:[A-Za-z0-9-]{0,14}[A-Za-z0-9])?"
+#define FMT_HOST "(?:" FMT_LABEL "\\.){0,3}[A-Za-z](?:[A-Za-z0-9-]{0,14}[A-Za-z0-9])?"
+#define FMT_PORT "(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
 #define FMT_PCHARS "A-Za-z0-9._~!$&'()*+,;=:@" /* and '-', last in each class */
 #define FMT_DUR_TIME "T(?:\\d+H(?:\\d+M(?:\\d+S)?)?|\\d+M(?:\\d+S)?|\\d+S)"
 static const struct {
     const char *name, *pattern;
 } PATTERN_FORMATS[] = {
-    {"hostname", "^" FMT_LABEL "(?:\\." FMT_LABEL "){0,3}$"},
-    {"email", "^[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@" FMT_LABEL "(?:\\." FMT_LABEL "){1,2}$"},
-    {"uri", "^https?://" FMT_LABEL "(?:\\." FMT_LABEL "){0,3}(?::[0-9]{1,5})?(?:/[" FMT_PCHARS "-]*)*(?:\\?[" FMT_PCHARS
-            "/?-]*)?(?:#[" FMT_PCHARS "/?-]*)?$"},
+    {"hostname", "^" FMT_HOST "$"},
+    {"email", "^[A-Za-z0-9_+-]+(?:\\.[A-Za-z0-9_+-]+)*@(?:" FMT_LABEL "\\.){1,2}[A-Za-z]{2,16}$"},
+    {"uri", "^https?://" FMT_HOST "(?::" FMT_PORT ")?(?:/[" FMT_PCHARS "-]*)*(?:\\?[" FMT_PCHARS "/?-]*)?(?:#[" FMT_PCHARS
+            "/?-]*)?$"},
     {"ipv6", "^[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}$"},
     {"duration", "^P(?:(?:\\d+D|\\d+M(?:\\d+D)?|\\d+Y(?:\\d+M(?:\\d+D)?)?)(?:" FMT_DUR_TIME ")?|" FMT_DUR_TIME "|\\d+W)$"},
 };

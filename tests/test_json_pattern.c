@@ -328,11 +328,16 @@ static void test_walks(void) {
 static bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 /* RFC 1123 host name: dot-separated labels of 1-63 letters, digits and hyphens, no label
- * starting or ending with a hyphen, 253 characters at most; at least min_labels labels. */
+ * starting or ending with a hyphen, 253 characters at most; at least min_labels labels; and
+ * the last label starting with a letter, so that a WHATWG URL parser does not read an IPv4
+ * address. */
 static bool host_ok(const char *v, size_t n, int min_labels) {
     if (!n || n > 253) return false;
     int labels = 0;
-    size_t start = 0;
+    size_t start = 0, last = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == '.') last = i + 1;
+    if (last >= n || !((v[last] >= 'a' && v[last] <= 'z') || (v[last] >= 'A' && v[last] <= 'Z'))) return false;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && v[i] != '.') {
             if (!alnum(v[i]) && v[i] != '-') return false;
@@ -387,17 +392,22 @@ static bool format_ok(const char *v, size_t n, long cps, const void *ud) {
             if (dot && (c == v || c + 1 == at || c[1] == '.')) return false;
             if (!dot && !alnum(*c) && !strchr("!#$%&'*+-/=?^_`{|}~", *c)) return false;
         }
-        return host_ok(at + 1, n - (size_t)(at - v) - 1, 2);
+        const char *tld = v + n; /* the top-level domain: two letters or more (zod's rule) */
+        while (tld > at && tld[-1] != '.') tld--;
+        for (const char *c = tld; c < v + n; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'))) return false;
+        return v + n - tld >= 2 && host_ok(at + 1, n - (size_t)(at - v) - 1, 2);
     }
     if (!strcmp(fc->name, "uri")) { /* http(s)://host[:port] then path, query, fragment characters */
         size_t i = !strncmp(v, "https://", 8) ? 8 : !strncmp(v, "http://", 7) ? 7 : 0, h = i;
         if (!i) return false;
         while (i < n && !strchr(":/?#", v[i])) i++;
         if (!host_ok(v + h, i - h, 1)) return false;
-        if (i < n && v[i] == ':') {
+        if (i < n && v[i] == ':') { /* a port WHATWG accepts: 0-65535 */
             size_t d = ++i;
-            while (i < n && v[i] >= '0' && v[i] <= '9') i++;
-            if (i == d) return false;
+            long port = 0;
+            while (i < n && v[i] >= '0' && v[i] <= '9') port = port * 10 + (v[i++] - '0');
+            if (i == d || i - d > 5 || port > 65535) return false;
         }
         if (i < n && v[i] != '/' && v[i] != '?' && v[i] != '#') return false;
         int hashes = 0;
@@ -431,10 +441,10 @@ static tokd_grammar *format_grammar(const char *name, int min_len, int max_len, 
 
 static void test_formats(void) {
     static const pcase cases[] = { /* (pattern: the format's name) */
-        {"hostname", -1, -1, {"example", "a-b.c9.io", "x.y.z.w"}, {"-a", "a-", "a..b", "a_b", "", "a.b.c.d.e"}},
-        {"email", -1, -1, {"a.b+c@ex-ample.com", "x_1%y@a.b.c"}, {"a@b", "a..b@c.d", ".a@b.c", "a@b..c", "a b@c.d", "a@b@c.d"}},
-        {"uri", -1, -1, {"https://example.com/a/b?x=1#f", "http://h:8080", "http://a.b/c;d=e/@:f"},
-         {"ftp://x.y", "https://", "https://a b", "http://x/%20", "http://x#a#b", "example.com"}},
+        {"hostname", -1, -1, {"example", "a-b.c9.io", "x.y.z.w"}, {"-a", "a-", "a..b", "a_b", "", "a.b.c.d.e", "a.b.9"}},
+        {"email", -1, -1, {"a.b+c@ex-ample.com", "x_1-y@a.b.cd"}, {"a@b", "a..b@c.d", ".a@b.cd", "a@b..cd", "a b@c.de", "a@b@c.de", "a@b.c", "a@b.c9"}},
+        {"uri", -1, -1, {"https://example.com/a/b?x=1#f", "http://h:65535", "http://a.b/c;d=e/@:f"},
+         {"ftp://x.y", "https://", "https://a b", "http://x/%20", "http://x#a#b", "example.com", "http://h:65536", "http://a.99"}},
         {"ipv6", -1, -1, {"2001:db8:0:0:0:0:0:1", "FFFF:0:0:0:0:0:0:a"}, {"1:2:3:4:5:6:7", "g:0:0:0:0:0:0:0", "1:2:3:4:5:6:7:8:9"}},
         {"email", -1, 12, {"a@b.co", "abcd@efg.hi"}, {"abcde@fghi.jk", "abcdef@ghij.kl"}},
         {"duration", -1, -1, {"P1Y2M3DT4H5M6S", "PT5M", "P2W", "P3D", "PT1H", "P1M2D"},

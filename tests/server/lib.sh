@@ -21,10 +21,10 @@ trap cleanup EXIT
 need_openai_client() {
     command -v node >/dev/null || { echo "FAIL: node is not installed"; exit 1; }
     NODE_DIR="${TOKD_NODE_DIR:-$PWD/build/node}"
-    if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ]; then
+    if [ ! -f "$NODE_DIR/node_modules/openai/package.json" ] || [ ! -f "$NODE_DIR/node_modules/zod/package.json" ]; then
         mkdir -p "$NODE_DIR"
-        if ! npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" openai@4 >"$NODE_DIR/npm.log" 2>&1; then
-            echo "FAIL: npm install openai@4 failed:"; cat "$NODE_DIR/npm.log"; exit 1
+        if ! npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" openai@4 zod@3 >"$NODE_DIR/npm.log" 2>&1; then
+            echo "FAIL: npm install openai@4 zod@3 failed:"; cat "$NODE_DIR/npm.log"; exit 1
         fi
     fi
 }
