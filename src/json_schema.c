@@ -506,9 +506,13 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         for (size_t i = 0; i < sizeof PATTERN_FORMATS / sizeof *PATTERN_FORMATS; i++) {
             if (strcmp(fmt->valuestring, PATTERN_FORMATS[i].name)) continue;
             char why[sizeof c->msg];
-            if (tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
-                return jfail(c, "json schema: format '%s': %s", PATTERN_FORMATS[i].name, why);
-            return 0;
+            if (!tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why)) return 0;
+            /* the pattern's message, about the format: only the bounds can be at fault */
+            static const char pre[] = "json schema: 'pattern': ";
+            char *advice = strstr(why, "; put the length in the pattern");
+            if (advice) *advice = 0;
+            return jfail(c, "json schema: format '%s': %s", PATTERN_FORMATS[i].name,
+                         why + (strncmp(why, pre, sizeof pre - 1) ? 0 : sizeof pre - 1));
         }
         return jfail(c, "json schema: format '%.60s' is not supported", fmt->valuestring);
     }

@@ -770,7 +770,7 @@ static int emit(pctx *p, int i) {
  * Every string has one count, so the matcher holds at most one stack per state. */
 
 #define MAX_POS 2048
-#define MAX_PRODUCT 400000 /* states x counts */
+#define MAX_PRODUCT 1000000 /* states x counts */
 
 typedef struct {
     bool nullable, empty;
@@ -944,8 +944,8 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
         free(queue);
     }
     if (!rc && (r.empty || !alive[CELL(0, 0)])) {
-        if (hi < 0) snprintf(p->msg, p->msg_size, "json schema: no string of %ld or more code points matches 'pattern'", lo);
-        else snprintf(p->msg, p->msg_size, "json schema: no string of %ld to %ld code points matches 'pattern'", lo, hi);
+        if (hi < 0) snprintf(p->msg, p->msg_size, "json schema: 'pattern': no string of %ld or more code points matches it", lo);
+        else snprintf(p->msg, p->msg_size, "json schema: 'pattern': no string of %ld to %ld code points matches it", lo, hi);
         p->failed = true;
         rc = -1;
     }

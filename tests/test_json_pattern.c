@@ -183,6 +183,8 @@ static void test_refusals(void) {
         {"{\"type\":\"string\",\"pattern\":\"^a\",\"format\":\"date\"}", "'pattern' with 'format'"},
         {"{\"type\":\"string\",\"pattern\":5}", "pattern must be a string"},
         {"{\"allOf\":[{\"pattern\":\"^a\"},{\"pattern\":\"b$\"}]}", "'pattern' both beside and inside"},
+        {"{\"type\":\"string\",\"format\":\"ipv6\",\"minLength\":50}", "json schema: format 'ipv6': no string of 50 or more"},
+        {"{\"type\":\"string\",\"format\":\"uri\",\"maxLength\":10000}", "json schema: format 'uri': with minLength/maxLength"},
     };
     for (size_t i = 0; i < sizeof schemas / sizeof *schemas; i++) {
         tokd_err e = {{0}};
