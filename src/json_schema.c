@@ -38,10 +38,10 @@
  *     Z or +HH:MM / -HH:MM, RFC 3339), date-time (date "T" time), uuid (8-4-4-4-12 hex),
  *     ipv4 (dotted quad, no leading zeros), a format with minLength/maxLength only when the
  *     format's lengths lie within them; hostname, email, uri, ipv6, duration as patterns
- *     (subsets of their RFCs: see PATTERN_FORMATS), with any minLength/maxLength. Other formats are
- *     refused by name. pattern (an
- *     ECMA-262 regular expression, its supported subset and its minLength/maxLength rules in
- *     json_schema_pattern.c), not with format.
+ *     (subsets of their RFCs: see PATTERN_FORMATS), with any minLength/maxLength. Other
+ *     formats are refused by name. pattern (an ECMA-262 regular expression: its supported
+ *     subset and how minLength/maxLength combine with it are in json_schema_pattern.c), not
+ *     beside format.
  *   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft-4
  *     booleans), exact; output has at most 15 digits when bounded, so a bound beyond 15
  *     digits narrows the range to them, or is refused when it leaves nothing (minimum 1e20);
@@ -489,7 +489,7 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         if (!cJSON_IsString(pat)) return jfail(c, "json schema: pattern must be a string");
         if (fmt) return jfail(c, "json schema: 'pattern' with 'format' is not supported");
         char why[sizeof c->msg];
-        if (tokd_pattern_to_grammar(pat->valuestring, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
+        if (tokd_pattern_to_grammar(pat->valuestring, NULL, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
             return jfail(c, "%s", why);
         return 0;
     }
@@ -506,13 +506,10 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         for (size_t i = 0; i < sizeof PATTERN_FORMATS / sizeof *PATTERN_FORMATS; i++) {
             if (strcmp(fmt->valuestring, PATTERN_FORMATS[i].name)) continue;
             char why[sizeof c->msg];
-            if (!tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why)) return 0;
-            /* the pattern's message, about the format: only the bounds can be at fault */
-            static const char pre[] = "json schema: 'pattern': ";
-            char *advice = strstr(why, "; put the length in the pattern");
-            if (advice) *advice = 0;
-            return jfail(c, "json schema: format '%s': %s", PATTERN_FORMATS[i].name,
-                         why + (strncmp(why, pre, sizeof pre - 1) ? 0 : sizeof pre - 1));
+            if (!tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, PATTERN_FORMATS[i].name, mn, mx, new_rule_id(c), b, &c->out,
+                                         why, sizeof why))
+                return 0;
+            return jfail(c, "%s", why);
         }
         return jfail(c, "json schema: format '%.60s' is not supported", fmt->valuestring);
     }

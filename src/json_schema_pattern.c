@@ -78,6 +78,8 @@ typedef struct {
     int n_nodes, cap_nodes;
     int depth;
     bool parsing; /* errors name the offset */
+    const char *what; /* errors name it: "'pattern'", or the format the pattern stands for */
+    const char *hint; /* ends the errors about size: where the pattern is the user's, the way out */
     tokd_buf *out;
     size_t written; /* bytes written for this pattern, expression and rules */
     char *msg;
@@ -94,8 +96,8 @@ static int pfail(pctx *p, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    if (p->parsing) snprintf(p->msg, p->msg_size, "json schema: 'pattern': %s (at offset %zu)", why, p->pos);
-    else snprintf(p->msg, p->msg_size, "json schema: 'pattern': %s", why);
+    if (p->parsing) snprintf(p->msg, p->msg_size, "json schema: %s: %s (at offset %zu)", p->what, why, p->pos);
+    else snprintf(p->msg, p->msg_size, "json schema: %s: %s", p->what, why);
     return -1;
 }
 
@@ -603,7 +605,7 @@ static void put(pctx *p, const char *s) {
     tokd_buf_append(p->out, s, n);
     p->written += n;
     if (p->written > MAX_OUT)
-        pfail(p, "its grammar grows past %u bytes (with minLength/maxLength: put the length in the pattern)", MAX_OUT);
+        pfail(p, "its grammar grows past %u bytes%s", MAX_OUT, p->hint);
 }
 
 static void putf(pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -615,7 +617,6 @@ static void putf(pctx *p, const char *fmt, ...) {
     va_end(ap);
     put(p, tmp);
 }
-
 
 static void put_quant(pctx *p, long m, long n) {
     if (n == INF) {
@@ -859,8 +860,8 @@ static ginfo gi_build(glushkov *g, int i) {
     case P_SET:
     case P_ANY:
         if (g->n_pos == MAX_POS) {
-            pfail(g->p, "with minLength/maxLength, more than %d character sets once repetitions are unrolled; put the length in the pattern",
-                  MAX_POS);
+            pfail(g->p, "with minLength/maxLength, more than %d character sets once repetitions are unrolled%s", MAX_POS,
+                  g->p->hint);
             return r;
         }
         g->leaf[++g->n_pos] = i;
@@ -911,8 +912,7 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
     long top = hi >= 0 ? hi : lo; /* counts 0..top; without hi, top means "lo or more" */
     int n_states = g.n_pos + 1, wn = (n_states + 63) / 64; /* the words of a bitset in use */
     if (!rc && (double)n_states * (double)(top + 1) > MAX_PRODUCT)
-        rc = pfail(p, "with minLength/maxLength, %d character sets times %ld counts is too large; put the length in the pattern", g.n_pos,
-                   top + 1);
+        rc = pfail(p, "with minLength/maxLength, %d character sets times %ld counts is too large%s", g.n_pos, top + 1, p->hint);
     bits_or(&g, g.follow, r.first);
     uint8_t *alive = NULL, *seen = NULL;
     if (!rc && !r.empty) {
@@ -944,10 +944,8 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
         free(queue);
     }
     if (!rc && (r.empty || !alive[CELL(0, 0)])) {
-        if (hi < 0) snprintf(p->msg, p->msg_size, "json schema: 'pattern': no string of %ld or more code points matches it", lo);
-        else snprintf(p->msg, p->msg_size, "json schema: 'pattern': no string of %ld to %ld code points matches it", lo, hi);
-        p->failed = true;
-        rc = -1;
+        rc = hi < 0 ? pfail(p, "no string of %ld or more code points matches it", lo)
+                    : pfail(p, "no string of %ld to %ld code points matches it", lo, hi);
     }
     if (!rc) {
         /* a rule per position for its characters, then the (state, count) rules reachable from (0, 0) */
@@ -996,9 +994,12 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
     return rc;
 }
 
-int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, int id, tokd_buf *out, tokd_buf *rules,
-                            char *msg, size_t msg_size) {
-    pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true};
+int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, tokd_buf *out,
+                            tokd_buf *rules, char *msg, size_t msg_size) {
+    char what[80];
+    snprintf(what, sizeof what, format ? "format '%s'" : "'pattern'", format);
+    pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true,
+              .what = what, .hint = format ? "" : "; put the length in the pattern"};
     int root = parse_alt(&p, true);
     if (root >= 0 && p.pos < p.len) root = pfail(&p, "unmatched ')'");
     p.parsing = false;

@@ -12,10 +12,11 @@
  * and has between min_len and max_len code points (max_len < 0: no maximum). It refers to
  * the rule `char1` (a JSON string character other than a \u escape of a surrogate) and, when
  * the length bounds cut into the pattern, to rules it appends to `rules`, named p<id>-...
- * (id: unique within the grammar). 0, or -1 with a one-line reason in msg
+ * (id: unique within the grammar). format: NULL for a schema's own pattern, else the name of
+ * the format the pattern implements, which the errors then name instead. 0, or -1 with a one-line reason in msg
  * ("json schema: 'pattern' ...") when the pattern is outside the supported subset or no
  * string can satisfy it. */
-int tokd_pattern_to_grammar(const char *pattern, long min_len, long max_len, int id, tokd_buf *out, tokd_buf *rules,
-                            char *msg, size_t msg_size);
+int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, tokd_buf *out,
+                            tokd_buf *rules, char *msg, size_t msg_size);
 
 #endif
