@@ -93,6 +93,8 @@
 #include "json_schema_ranges.h"
 
 #define MAX_SCHEMA_DEPTH 64
+#define MAX_PATTERN_TEXT (8u << 20) /* grammar text the schema's patterns may bring it to: a small
+                                       schema must not cost seconds and hundreds of MB */
 #define MAX_ANY_DEPTH 12
 #define MAX_COUNT 10000
 #define INT_LIMIT 999999999999999LL /* 15 digits */
@@ -479,6 +481,12 @@ static void emit_format(jctx *c, unsigned f) {
     }
 }
 
+/* The grammar text a pattern may still add (MAX_PATTERN_TEXT in all, b the body being built). */
+static size_t pattern_room(const jctx *c, const tokd_buf *b) {
+    size_t used = c->out.len + b->len;
+    return used < MAX_PATTERN_TEXT ? MAX_PATTERN_TEXT - used : 0;
+}
+
 static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
     long mn, mx;
     if (count_field(c, s, "minLength", 0, &mn) || count_field(c, s, "maxLength", -1, &mx)) return -1;
@@ -489,7 +497,8 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         if (!cJSON_IsString(pat)) return jfail(c, "json schema: pattern must be a string");
         if (fmt) return jfail(c, "json schema: 'pattern' with 'format' is not supported");
         char why[sizeof c->msg];
-        if (tokd_pattern_to_grammar(pat->valuestring, NULL, mn, mx, new_rule_id(c), b, &c->out, why, sizeof why))
+        if (tokd_pattern_to_grammar(pat->valuestring, NULL, mn, mx, new_rule_id(c), pattern_room(c, b), b, &c->out, why,
+                                    sizeof why))
             return jfail(c, "%s", why);
         return 0;
     }
@@ -506,8 +515,8 @@ static int gen_string(jctx *c, const cJSON *s, tokd_buf *b) {
         for (size_t i = 0; i < sizeof PATTERN_FORMATS / sizeof *PATTERN_FORMATS; i++) {
             if (strcmp(fmt->valuestring, PATTERN_FORMATS[i].name)) continue;
             char why[sizeof c->msg];
-            if (!tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, PATTERN_FORMATS[i].name, mn, mx, new_rule_id(c), b, &c->out,
-                                         why, sizeof why))
+            if (!tokd_pattern_to_grammar(PATTERN_FORMATS[i].pattern, PATTERN_FORMATS[i].name, mn, mx, new_rule_id(c),
+                                         pattern_room(c, b), b, &c->out, why, sizeof why))
                 return 0;
             return jfail(c, "%s", why);
         }

@@ -81,7 +81,7 @@ typedef struct {
     const char *what; /* errors name it: "'pattern'", or the format the pattern stands for */
     const char *hint; /* ends the errors about size: where the pattern is the user's, the way out */
     tokd_buf *out;
-    size_t written; /* bytes written for this pattern, expression and rules */
+    size_t written, max_written; /* bytes written for this pattern, expression and rules; the most allowed */
     char *msg;
     size_t msg_size;
     bool failed;
@@ -604,8 +604,9 @@ static void put(pctx *p, const char *s) {
     size_t n = strlen(s);
     tokd_buf_append(p->out, s, n);
     p->written += n;
-    if (p->written > MAX_OUT)
-        pfail(p, "its grammar grows past %u bytes%s", MAX_OUT, p->hint);
+    if (p->written > p->max_written)
+        pfail(p, p->max_written < MAX_OUT ? "the schema's grammar grows past its %zu bytes left%s" : "its grammar grows past %zu bytes%s",
+              p->max_written, p->hint);
 }
 
 static void putf(pctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -994,12 +995,12 @@ static int emit_counted(pctx *p, int root, long lo, long hi, int id, tokd_buf *e
     return rc;
 }
 
-int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, tokd_buf *out,
-                            tokd_buf *rules, char *msg, size_t msg_size) {
+int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, size_t max_bytes,
+                            tokd_buf *out, tokd_buf *rules, char *msg, size_t msg_size) {
     char what[80];
     snprintf(what, sizeof what, format ? "format '%s'" : "'pattern'", format);
     pctx p = {.s = pattern, .len = strlen(pattern), .out = out, .msg = msg, .msg_size = msg_size, .parsing = true,
-              .what = what, .hint = format ? "" : "; put the length in the pattern"};
+              .what = what, .hint = format ? "" : "; put the length in the pattern", .max_written = max_bytes < MAX_OUT ? max_bytes : MAX_OUT};
     int root = parse_alt(&p, true);
     if (root >= 0 && p.pos < p.len) root = pfail(&p, "unmatched ')'");
     p.parsing = false;

@@ -13,10 +13,11 @@
  * the rule `char1` (a JSON string character other than a \u escape of a surrogate) and, when
  * the length bounds cut into the pattern, to rules it appends to `rules`, named p<id>-...
  * (id: unique within the grammar). format: NULL for a schema's own pattern, else the name of
- * the format the pattern implements, which the errors then name instead. 0, or -1 with a one-line reason in msg
+ * the format the pattern implements, which the errors then name instead. max_bytes: the most
+ * grammar text it may write (at most 4 MB in any case). 0, or -1 with a one-line reason in msg
  * ("json schema: 'pattern' ...") when the pattern is outside the supported subset or no
  * string can satisfy it. */
-int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, tokd_buf *out,
-                            tokd_buf *rules, char *msg, size_t msg_size);
+int tokd_pattern_to_grammar(const char *pattern, const char *format, long min_len, long max_len, int id, size_t max_bytes,
+                            tokd_buf *out, tokd_buf *rules, char *msg, size_t msg_size);
 
 #endif

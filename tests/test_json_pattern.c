@@ -199,6 +199,21 @@ static void test_refusals(void) {
     tokd_grammar *g = pattern_grammar("^[a-z]*[0-9]*[a-z]*[0-9]*[a-z]*[0-9]*$", -1, 10000, &e);
     CHECK(g == NULL && strstr(e.msg, "grows past"), "a counted grammar too large: got '%s'", g ? "(ok)" : e.msg);
     tokd_grammar_free(g);
+    /* a small schema whose patterns together would write hundreds of MB is refused early:
+       10 uri properties of maxLength 4096 (1.9 MB of grammar each) against 8 MB in all */
+    cJSON *js = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(js, "properties");
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "u%d", i);
+        cJSON *u = cJSON_AddObjectToObject(props, key);
+        cJSON_AddStringToObject(u, "format", "uri");
+        cJSON_AddNumberToObject(u, "maxLength", 4096);
+    }
+    g = tokd_grammar_from_json_schema(js, false, &e);
+    CHECK(g == NULL && strstr(e.msg, "format 'uri': the schema's grammar grows past its"), "ten heavy formats: got '%s'",
+          g ? "(ok)" : e.msg);
+    tokd_grammar_free(g);
+    cJSON_Delete(js);
 }
 
 /* ---- random walks, checked by PCRE2 ------------------------------------------------------------ */
