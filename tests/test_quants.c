@@ -87,6 +87,12 @@ static bool have_avx512(void) {
     return have_avx2() && c->avx512f && c->avx512bw && c->avx512vl;
 }
 static bool have_vnni(void) { return have_avx512() && tokd_cpu()->avx512vnni; }
+static bool have_vbmi(void) { return have_vnni() && tokd_cpu()->avx512vbmi; }
+/* the one-row kernels for AVX-512 with VBMI and VNNI (dot_iq_avx512.c) */
+static const struct {
+    uint32_t id;
+    tokd_vec_dot_fn fn;
+} VBMI_IMPLS[] = {{GGML_TYPE_IQ2_XXS, tokd_iq2_xxs_dot_avx512vbmi}, {GGML_TYPE_IQ3_XXS, tokd_iq3_xxs_dot_avx512vbmi}};
 
 /* Fill a weight row with random bits, keeping every scale a finite fp16 of moderate
  * size (raw blocks exercise every quant bit pattern, including Q8_0's -128). */
@@ -196,7 +202,7 @@ static void check_dot(const char *what, const tokd_type_traits *t, tokd_vec_dot_
 /* (a) every SIMD path bit-equal to the scalar reference. */
 static void test_simd_equals_scalar(void) {
     static const int64_t Ks32[] = {32, 64, 96, 224, 256, 288, 480, 1024, 4096 + 96};
-    static const int64_t KsK[] = {256, 512, 768, 2304, 4096 + 256};
+    static const int64_t KsK[] = {256, 512, 768, 1536, 1792, 2304, 4096 + 256};
     static const int64_t Ksf[] = {1, 7, 31, 32, 33, 100, 257, 4096 + 5};
     static const int rows_list[] = {1, 3, 7, 13};
     for (size_t ti = 0; ti < N_IMPLS; ti++) {
@@ -230,6 +236,10 @@ static void test_simd_equals_scalar(void) {
                 if (IMPLS[ti].avx2 && have_avx2()) check_dot("avx2", t, IMPLS[ti].avx2, K, W, rows, A);
                 if (IMPLS[ti].avx512 && have_avx512()) check_dot("avx512", t, IMPLS[ti].avx512, K, W, rows, A);
                 if (IMPLS[ti].avx512vnni && have_vnni()) check_dot("avx512vnni", t, IMPLS[ti].avx512vnni, K, W, rows, A);
+                for (size_t vi = 0; vi < sizeof VBMI_IMPLS / sizeof VBMI_IMPLS[0]; vi++) {
+                    if (VBMI_IMPLS[vi].id != t->id || !have_vbmi()) continue;
+                    check_dot("avx512vbmi", t, VBMI_IMPLS[vi].fn, K, W, rows, A);
+                }
                 check_dot("selected", t, t->vec_dot, K, W, rows, A);
                 for (size_t si = 0; si < N_STREAM_IMPLS; si++) {
                     if (STREAM_IMPLS[si].id != t->id) continue;
@@ -481,6 +491,8 @@ static void test_selection(void) {
         if (have_avx2() && IMPLS[ti].avx2) want = IMPLS[ti].avx2;
         if (have_avx512() && IMPLS[ti].avx512) want = IMPLS[ti].avx512;
         if (have_vnni() && IMPLS[ti].avx512vnni) want = IMPLS[ti].avx512vnni;
+        for (size_t vi = 0; vi < sizeof VBMI_IMPLS / sizeof VBMI_IMPLS[0]; vi++)
+            if (VBMI_IMPLS[vi].id == t->id && have_vbmi()) want = VBMI_IMPLS[vi].fn;
         CHECK(t->vec_dot == want, "%s: selected implementation is not the best available", t->name);
         tokd_vec_dot_fn want_stream = NULL; /* the float rows' decode forms, on the same path */
         for (size_t si = 0; si < N_STREAM_IMPLS; si++) {

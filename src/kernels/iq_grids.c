@@ -16,7 +16,7 @@
 #include <pthread.h>
 
 /* IQ2_XXS: 256 points */
-static const uint16_t iq2xxs_codes[256] = {
+const uint16_t tokd_iq2xxs_codes[256] = {
     0x0000, 0x0002, 0x0005, 0x0008, 0x000a, 0x0011, 0x0014, 0x0020, 0x0022, 0x0028, 0x002a, 0x0041,
     0x0044, 0x0050, 0x0058, 0x0061, 0x0064, 0x0080, 0x0082, 0x008a, 0x00a2, 0x0101, 0x0104, 0x0110,
     0x0115, 0x0140, 0x0184, 0x0198, 0x0200, 0x0202, 0x0222, 0x0282, 0x0401, 0x0404, 0x0410, 0x0421,
@@ -176,7 +176,7 @@ static const uint16_t iq2s_codes[1024] = {
     0xaa22, 0xaa28, 0xaa88, 0xaaaa,
 };
 /* IQ3_XXS: 256 points */
-static const uint16_t iq3xxs_codes[256] = {
+const uint16_t tokd_iq3xxs_codes[256] = {
     0x0000, 0x0002, 0x0004, 0x0009, 0x000b, 0x000f, 0x0010, 0x0012, 0x0019, 0x0022, 0x003b, 0x003d,
     0x0041, 0x0043, 0x0048, 0x004a, 0x0051, 0x0055, 0x0058, 0x005a, 0x0061, 0x006c, 0x0078, 0x0080,
     0x0082, 0x0084, 0x0089, 0x0090, 0x0092, 0x0099, 0x009b, 0x009f, 0x00a9, 0x00af, 0x00bd, 0x00c1,
@@ -436,10 +436,10 @@ static void expand(const uint16_t *codes, int n, int dims, int bits, const int8_
 static void grids_init_once(void) {
     static const int8_t v2[4] = {8, 25, 43, 0}, v3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62},
                         v3s[8] = {1, 3, 5, 7, 9, 11, 13, 15}, v1[4] = {-1, 0, 1, 0};
-    expand(iq2xxs_codes, 256, 8, 2, v2, (int8_t *)tokd_iq2xxs_grid);
+    expand(tokd_iq2xxs_codes, 256, 8, 2, v2, (int8_t *)tokd_iq2xxs_grid);
     expand(iq2xs_codes, 512, 8, 2, v2, (int8_t *)tokd_iq2xs_grid);
     expand(iq2s_codes, 1024, 8, 2, v2, (int8_t *)tokd_iq2s_grid);
-    expand(iq3xxs_codes, 256, 4, 3, v3xxs, (int8_t *)tokd_iq3xxs_grid);
+    expand(tokd_iq3xxs_codes, 256, 4, 3, v3xxs, (int8_t *)tokd_iq3xxs_grid);
     expand(iq3s_codes, 512, 4, 3, v3s, (int8_t *)tokd_iq3s_grid);
     expand(iq1s_codes, 2048, 8, 2, v1, &tokd_iq1s_grid[0][0]);
     /* seven stored sign bits, the eighth their parity (an even count of minus signs) */

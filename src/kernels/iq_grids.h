@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 
+/* IQ2_XXS's and IQ3_XXS's points as their compact codes (iq_grids.c), which the
+ * AVX-512 VBMI kernels look up in registers (dot_iq_avx512.c). */
+extern const uint16_t tokd_iq2xxs_codes[256], tokd_iq3xxs_codes[256];
 extern uint8_t tokd_iq2xxs_grid[256][8], tokd_iq2xs_grid[512][8], tokd_iq2s_grid[1024][8];
 extern uint8_t tokd_iq3xxs_grid[256][4], tokd_iq3s_grid[512][4];
 extern int8_t tokd_iq1s_grid[2048][8]; /* coordinates -1, 0, 1 */

@@ -349,6 +349,11 @@ TOKD_DOT_IQ4(avx2) TOKD_DOT_IQ4(avx512) TOKD_DOT_IQ4(avx512vnni)
 TOKD_DOT_IQ(iq2_xxs) TOKD_DOT_IQ(iq2_xs) TOKD_DOT_IQ(iq2_s) TOKD_DOT_IQ(iq3_xxs) TOKD_DOT_IQ(iq3_s) TOKD_DOT_IQ(iq1_s)
 TOKD_DOT_IQ(iq1_m)
 #undef TOKD_DOT_IQ
+/* dot_iq_avx512.c: IQ2_XXS and IQ3_XXS one-row kernels, AVX-512 with VBMI and VNNI;
+ * tokd_iq_avx512_init fills their controls once (tokd_kernels_init calls it) */
+void tokd_iq2_xxs_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act);
+void tokd_iq3_xxs_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act);
+void tokd_iq_avx512_init(void);
 /* their gemm's activation rows: Q8_K with 128 added to each quant, 64-byte multiples */
 size_t tokd_iq_gemm_act_bytes(int64_t K);
 void tokd_iq_gemm_prep(const float *x, void *dst, int64_t K);

@@ -128,6 +128,7 @@ typedef struct {
     tokd_vec_dot4_fn avx2_4;                    /* the AVX2 path's four-row version, NULL if none */
     tokd_vec_dot2x4_fn avx512_2x4;              /* two-by-four version, NULL if none */
     tokd_vec_dot_rows_part_fn avx2_rows, avx512_rows; /* few-row decode forms, NULL if none */
+    tokd_vec_dot_fn avx512vbmi; /* AVX-512 with VBMI and VNNI, NULL if none */
 } simd_row;
 /* The rows by kind, named field by field (the fields a kind lacks stay NULL). */
 #define FLOAT_SIMD(ID, T)                                                                               \
@@ -139,22 +140,25 @@ typedef struct {
 #define QUANT_SIMD4(ID, T)                                                                              \
     {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx512 = tokd_##T##_dot_avx512, .avx512vnni = tokd_##T##_dot_avx512vnni, \
      .avx512_4 = tokd_##T##_dot4_avx512, .avx512vnni_4 = tokd_##T##_dot4_avx512vnni}
-/* the grid types: AVX2 kernels (one and four rows) for every SIMD path */
+/* the grid types: AVX2 kernels (one and four rows) for every SIMD path; IQ2_XXS and
+ * IQ3_XXS have a one-row kernel for AVX-512 VBMI (dot_iq_avx512.c) */
 #define IQ_SIMD(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx2_4 = tokd_##T##_dot4_avx2}
+#define IQ_SIMD_VBMI(ID, T) {.id = ID, .avx2 = tokd_##T##_dot_avx2, .avx2_4 = tokd_##T##_dot4_avx2, .avx512vbmi = tokd_##T##_dot_avx512vbmi}
 static const simd_row simd_rows[] = {
     FLOAT_SIMD(GGML_TYPE_F16, f16),
     QUANT_SIMD4(GGML_TYPE_Q4_0, q4_0),    QUANT_SIMD(GGML_TYPE_Q4_1, q4_1),     QUANT_SIMD(GGML_TYPE_Q5_0, q5_0),
     QUANT_SIMD(GGML_TYPE_Q5_1, q5_1),     QUANT_SIMD4(GGML_TYPE_Q8_0, q8_0),    QUANT_SIMD(GGML_TYPE_Q2_K, q2_K),
     QUANT_SIMD(GGML_TYPE_Q3_K, q3_K),     QUANT_SIMD4(GGML_TYPE_Q4_K, q4_K),    QUANT_SIMD(GGML_TYPE_Q5_K, q5_K),
     QUANT_SIMD4(GGML_TYPE_Q6_K, q6_K),    QUANT_SIMD4(GGML_TYPE_IQ4_NL, iq4_nl), QUANT_SIMD4(GGML_TYPE_IQ4_XS, iq4_xs),
-    IQ_SIMD(GGML_TYPE_IQ2_XXS, iq2_xxs),  IQ_SIMD(GGML_TYPE_IQ2_XS, iq2_xs),    IQ_SIMD(GGML_TYPE_IQ2_S, iq2_s),
-    IQ_SIMD(GGML_TYPE_IQ3_XXS, iq3_xxs),  IQ_SIMD(GGML_TYPE_IQ3_S, iq3_s),      IQ_SIMD(GGML_TYPE_IQ1_S, iq1_s),
+    IQ_SIMD_VBMI(GGML_TYPE_IQ2_XXS, iq2_xxs), IQ_SIMD(GGML_TYPE_IQ2_XS, iq2_xs),    IQ_SIMD(GGML_TYPE_IQ2_S, iq2_s),
+    IQ_SIMD_VBMI(GGML_TYPE_IQ3_XXS, iq3_xxs), IQ_SIMD(GGML_TYPE_IQ3_S, iq3_s),      IQ_SIMD(GGML_TYPE_IQ1_S, iq1_s),
     IQ_SIMD(GGML_TYPE_IQ1_M, iq1_m),
 };
 #undef FLOAT_SIMD
 #undef QUANT_SIMD
 #undef QUANT_SIMD4
 #undef IQ_SIMD
+#undef IQ_SIMD_VBMI
 
 /* The grid types' gemm kernels (dot_iq_avx2.c), used from IQ_GEMM_MIN_ROWS activation
  * rows on; below, the four-row kernel. */
@@ -216,6 +220,9 @@ static void kernels_init_once(void) {
     bool vnni = avx512 && cpu.avx512vnni;
     bool gemm = vnni && cpu.avx512vbmi && !(force && strcmp(force, "nogemm") == 0);
     if (gemm) tokd_gemm_init();
+    /* the VBMI grid kernels' controls, whenever the CPU could run them (tests call them
+       directly under TOKD_KERNELS=avx2) */
+    if (cpu.avx512vbmi && cpu.avx512vnni && cpu.avx512bw && cpu.f16c) tokd_iq_avx512_init();
     if (avx2) kernels_path = "avx2";
     if (avx512) kernels_path = "avx512";
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -260,12 +267,15 @@ static void kernels_init_once(void) {
             if (avx2 && r->avx2) t->vec_dot = r->avx2;
             if (avx512 && r->avx512) t->vec_dot = r->avx512;
             if (vnni && r->avx512vnni) t->vec_dot = r->avx512vnni;
+            /* the grid types' four-row AVX2 kernel stays beside it: every one of their
+               kernels gives the reference's bits (dot_iq_avx2.c, dot_iq_avx512.c) */
+            if (gemm && r->avx512vbmi) t->vec_dot = r->avx512vbmi;
             if (avx2 && r->avx2_stream) t->vec_dot_stream = r->avx2_stream;
             if (avx512 && r->avx512_stream) t->vec_dot_stream = r->avx512_stream;
             if (avx2 && r->avx2_rows) t->vec_dot_rows_part = r->avx2_rows;
             if (avx512 && r->avx512_rows) t->vec_dot_rows_part = r->avx512_rows;
             /* the four-row kernel only alongside its own single-row path */
-            if (r->avx2_4 && t->vec_dot == r->avx2) t->vec_dot4 = r->avx2_4;
+            if (r->avx2_4 && (t->vec_dot == r->avx2 || (r->avx512vbmi && t->vec_dot == r->avx512vbmi))) t->vec_dot4 = r->avx2_4;
             if (avx512 && r->avx512_4 && t->vec_dot == r->avx512) t->vec_dot4 = r->avx512_4;
             if (avx512 && r->avx512_2x4 && t->vec_dot == r->avx512) t->vec_dot2x4 = r->avx512_2x4;
             if (vnni && r->avx512vnni_4 && t->vec_dot == r->avx512vnni) t->vec_dot4 = r->avx512vnni_4;
