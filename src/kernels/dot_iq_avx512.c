@@ -22,12 +22,14 @@
  * reference's (d = DX * y.d; sum += d * S; K * sum), so the result equals the scalar
  * reference bit for bit, as the AVX2 kernels' does (test_quants).
  *
- * One thread, 64 rows of 2048 in cache, alternated in one process, best of 200 (a /tmp
- * harness; BENCHMARKS.md, fifty-fourth session): IQ2_XXS 13.7 -> 8.5 ns a super-block.
- * IQ3_XXS: see BENCHMARKS.md. */
+ * One thread, 64 rows of 2048 in cache, alternated with the AVX2 kernel in one process,
+ * best of 200 (BENCHMARKS.md, fifty-fourth session): IQ2_XXS 13.7 -> 8.7 ns a
+ * super-block, IQ3_XXS 18.7 -> 11.2. The 512- and 1024-point grids (IQ2_XS, IQ3_S,
+ * IQ2_S) do not fit in registers beside the rest; looked up the same way from sixteen,
+ * they ran at 0.9x their AVX2 kernels, which they keep. */
 #include <immintrin.h>
 #include <pthread.h>
-#include <string.h>
+#include <stdint.h>
 
 #include "kernels/iq_grids.h"
 #include "kernels/quants.h"
@@ -48,7 +50,9 @@ static struct {
     _Alignas(64) uint8_t sign2[64];  /* IQ2: sub-block k's four 7-bit sign fields (bits 32 + 7j of qword k) */
     _Alignas(64) uint8_t pack2[64];  /* IQ2: those fields (bytes 8k + j) packed to bytes 4k + j */
     _Alignas(64) uint8_t sign3[64];  /* IQ3: qword m: the fields of words 2m (bits 7j) and 2m+1 (32 + 7j) */
-    _Alignas(64) uint16_t scale2[2][32]; /* the scale words' sources for vpmaddwd (below) */
+    /* the scale words' sources for vpmaddwd (scaled_sum), by where the scale vector holds
+       sub-block k's scale: word 4k (IQ2_XXS), 2k (IQ3_XXS) */
+    _Alignas(64) uint16_t scale2[2][32];
     _Alignas(64) uint16_t scale3[2][32];
 } ctl;
 
@@ -90,7 +94,7 @@ void tokd_iq_avx512_init(void) {
     pthread_once(&once, init_once);
 }
 
-/* The 256 points' codes in eight registers, and their lookup by 32 word indices. */
+/* A grid's 256 points' codes, held in eight registers across a row. */
 typedef struct {
     __m512i t[8];
 } code_table;
@@ -99,11 +103,32 @@ A5 INLINE code_table load_codes(const uint16_t *codes) {
     for (int i = 0; i < 8; i++) c.t[i] = _mm512_loadu_si512(codes + 32 * i);
     return c;
 }
+/* The codes of 32 points by their word indices (below 256): vpermt2w over each pair of
+ * registers (64 points) by the index's low 6 bits, then blends by bits 6 and 7. */
 A5 INLINE __m512i lookup(const code_table *c, __m512i idx) {
     const __m512i l0 = _mm512_permutex2var_epi16(c->t[0], idx, c->t[1]), l1 = _mm512_permutex2var_epi16(c->t[2], idx, c->t[3]);
     const __m512i l2 = _mm512_permutex2var_epi16(c->t[4], idx, c->t[5]), l3 = _mm512_permutex2var_epi16(c->t[6], idx, c->t[7]);
     const __mmask32 b6 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)), b7 = _mm512_test_epi16_mask(idx, _mm512_set1_epi16(128));
     return _mm512_mask_blend_epi16(b7, _mm512_mask_blend_epi16(b6, l0, l1), _mm512_mask_blend_epi16(b6, l2, l3));
+}
+
+/* 64 sign bits (one a coordinate) from memory into a mask register. */
+A5 INLINE __mmask64 load_mask(uint64_t *p) { return _load_mask64((__mmask64 *)p); }
+
+/* Weight vector q (coordinates 64q ..) from code words 8q + i (2 bits a coordinate:
+ * IQ2) or from the two halves' code words 16q + 2i, +1 (3 bits: IQ3), as unsigned bytes. */
+A5 INLINE __m512i expand2(__m512i cw, int q) {
+    const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread2[q]), cw);
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut2), spread), _mm512_load_si512(ctl.val2));
+}
+A5 INLINE __m512i expand3(const __m512i cw[2], int q, const uint8_t *values) {
+    const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread3[q & 1]), cw[q >> 1]);
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut3), spread), _mm512_load_si512(values));
+}
+
+/* IQ3_XXS's index bytes 0 .. 31 (half 1: 32 .. 63) of v as 32 words. */
+A5 INLINE __m512i bytes_to_words(__m512i v, int half) {
+    return _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(ctl.idx3[half]), v);
 }
 
 /* Sub-block pairs' lane sums (lanes 0-7: the first sub-block, 8-15: the second) times
@@ -117,14 +142,15 @@ A5 INLINE __m512i scaled_sum(const __m512i dq[4], __m512i ls, const uint16_t (*s
 }
 
 /* Weight vector q (64 coordinates, unsigned) times the activations with the signs of
- * sign word q (one bit a coordinate) put on them: 16 lane sums. */
-A5 INLINE __m512i signed_dot(__m512i w, uint64_t *signs, int q, const int8_t *a) {
+ * `neg` (one bit a coordinate) put on them: 16 lane sums. */
+A5 INLINE __m512i signed_dot(__m512i w, __mmask64 neg, const int8_t *a, int q) {
     const __m512i act = _mm512_loadu_si512(a + 64 * q);
-    const __mmask64 neg = _load_mask64((__mmask64 *)(signs + q));
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_mask_sub_epi8(act, neg, _mm512_setzero_si512(), act));
 }
 
-/* One IQ2_XXS super-block's integer sum, in lanes. */
+/* One super-block's integer sum, in lanes, for each type. The 7-bit sign fields become
+ * sign bytes by vpermt2b from tokd_iq_signs (ks0, ks1), stored so that each 64 of them
+ * load into a mask register. */
 A5 INLINE __m512i iq2_xxs_sum(const tokd_block_iq2_xxs *x, const int8_t *a, const code_table *codes, __m512i ks0, __m512i ks1) {
     const __m512i v = _mm512_loadu_si512(x->qs); /* qword k: sub-block k's indices, signs, scale */
     const __m512i cw = lookup(codes, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(ctl.idx2), v));
@@ -132,35 +158,21 @@ A5 INLINE __m512i iq2_xxs_sum(const tokd_block_iq2_xxs *x, const int8_t *a, cons
     const __m512i fields = _mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.sign2), v);
     _mm512_store_si512(signs, _mm512_permutexvar_epi8(_mm512_load_si512(ctl.pack2), _mm512_permutex2var_epi8(ks0, fields, ks1)));
     const __m512i s = _mm512_srli_epi64(v, 60);
-    const __m512i ls = _mm512_add_epi64(_mm512_add_epi64(s, s), _mm512_set1_epi64(1));
     __m512i dq[4];
-    for (int q = 0; q < 4; q++) {
-        const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread2[q]), cw);
-        const __m512i w = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut2), spread), _mm512_load_si512(ctl.val2));
-        dq[q] = signed_dot(w, signs, q, a);
-    }
-    return scaled_sum(dq, ls, ctl.scale2);
+    for (int q = 0; q < 4; q++) dq[q] = signed_dot(expand2(cw, q), load_mask(signs + q), a, q);
+    return scaled_sum(dq, _mm512_add_epi64(_mm512_add_epi64(s, s), _mm512_set1_epi64(1)), ctl.scale2);
 }
-
-/* One IQ3_XXS super-block's integer sum, in lanes. */
 A5 INLINE __m512i iq3_xxs_sum(const tokd_block_iq3_xxs *x, const int8_t *a, const code_table *codes, __m512i ks0, __m512i ks1) {
     const __m512i v = _mm512_loadu_si512(x->qs); /* the 64 indices */
     const __m512i sv = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(x->qs + 64))); /* dword k: sub-block k's signs, scale */
-    __m512i cw[2];
-    for (int h = 0; h < 2; h++) cw[h] = lookup(codes, _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(ctl.idx3[h]), v));
+    const __m512i cw[2] = {lookup(codes, bytes_to_words(v, 0)), lookup(codes, bytes_to_words(v, 1))};
     _Alignas(64) uint64_t signs[8];
     _mm512_store_si512(signs, _mm512_permutex2var_epi8(ks0, _mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.sign3), sv), ks1));
     const __m512i s = _mm512_srli_epi32(sv, 28);
-    const __m512i ls = _mm512_add_epi32(_mm512_add_epi32(s, s), _mm512_set1_epi32(1));
     __m512i dq[4];
-    for (int q = 0; q < 4; q++) {
-        const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread3[q & 1]), cw[q >> 1]);
-        const __m512i w = _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut3), spread), _mm512_load_si512(ctl.val3));
-        dq[q] = signed_dot(w, signs, q, a);
-    }
-    return scaled_sum(dq, ls, ctl.scale3);
+    for (int q = 0; q < 4; q++) dq[q] = signed_dot(expand3(cw, q, ctl.val3), load_mask(signs + q), a, q);
+    return scaled_sum(dq, _mm512_add_epi32(_mm512_add_epi32(s, s), _mm512_set1_epi32(1)), ctl.scale3);
 }
-
 /* The lane sums of four vectors: element j of the result is the sum of v_j's lanes. */
 A5 INLINE __m128i hsum4(__m512i a, __m512i b, __m512i c, __m512i d) {
     const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
@@ -171,7 +183,8 @@ A5 INLINE __m128i hsum4(__m512i a, __m512i b, __m512i c, __m512i d) {
 }
 
 /* The row: super-blocks four at a time (their sums reduced together), then one by one;
- * each super-block's float term in order, as the reference adds them. */
+ * each super-block's float term in order, as the reference adds them. K: the type's
+ * final factor (quants_iq.c). */
 #define IQ_DOT_512(T, CODES, K)                                                                                 \
     A5 void tokd_##T##_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act) {                  \
         const tokd_block_##T *x = w;                                                                            \
@@ -183,10 +196,9 @@ A5 INLINE __m128i hsum4(__m512i a, __m512i b, __m512i c, __m512i d) {
         int64_t b = 0;                                                                                          \
         for (; b + 4 <= nb; b += 4) {                                                                           \
             int32_t S[4];                                                                                       \
-            _mm_storeu_si128((__m128i *)S, hsum4(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1),                     \
-                                                 T##_sum(&x[b + 1], y[b + 1].qs, &codes, ks0, ks1),             \
-                                                 T##_sum(&x[b + 2], y[b + 2].qs, &codes, ks0, ks1),             \
-                                                 T##_sum(&x[b + 3], y[b + 3].qs, &codes, ks0, ks1)));           \
+            _mm_storeu_si128((__m128i *)S, hsum4(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1), T##_sum(&x[b + 1], y[b + 1].qs, &codes, ks0, ks1), \
+                                                 T##_sum(&x[b + 2], y[b + 2].qs, &codes, ks0, ks1),                     \
+                                                 T##_sum(&x[b + 3], y[b + 3].qs, &codes, ks0, ks1)));                   \
             for (int j = 0; j < 4; j++) {                                                                       \
                 const float d = _cvtsh_ss(x[b + j].d) * y[b + j].d;                                             \
                 sum += d * (float)S[j];                                                                         \
@@ -194,7 +206,7 @@ A5 INLINE __m128i hsum4(__m512i a, __m512i b, __m512i c, __m512i d) {
         }                                                                                                       \
         for (; b < nb; b++) {                                                                                   \
             const float d = _cvtsh_ss(x[b].d) * y[b].d;                                                         \
-            sum += d * (float)_mm512_reduce_add_epi32(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1));               \
+            sum += d * (float)_mm512_reduce_add_epi32(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1));                       \
         }                                                                                                       \
         *out = (K) * sum;                                                                                       \
     }

@@ -351,8 +351,9 @@ TOKD_DOT_IQ(iq1_m)
 #undef TOKD_DOT_IQ
 /* dot_iq_avx512.c: IQ2_XXS and IQ3_XXS one-row kernels, AVX-512 with VBMI and VNNI;
  * tokd_iq_avx512_init fills their controls once (tokd_kernels_init calls it) */
-void tokd_iq2_xxs_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act);
-void tokd_iq3_xxs_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act);
+#define TOKD_DOT_IQ_VBMI(T) void tokd_##T##_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act);
+TOKD_DOT_IQ_VBMI(iq2_xxs) TOKD_DOT_IQ_VBMI(iq3_xxs)
+#undef TOKD_DOT_IQ_VBMI
 void tokd_iq_avx512_init(void);
 /* their gemm's activation rows: Q8_K with 128 added to each quant, 64-byte multiples */
 size_t tokd_iq_gemm_act_bytes(int64_t K);
