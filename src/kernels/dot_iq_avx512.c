@@ -121,9 +121,9 @@ A5 INLINE __m512i expand2(__m512i cw, int q) {
     const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread2[q]), cw);
     return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut2), spread), _mm512_load_si512(ctl.val2));
 }
-A5 INLINE __m512i expand3(const __m512i cw[2], int q, const uint8_t *values) {
+A5 INLINE __m512i expand3(const __m512i cw[2], int q) {
     const __m512i spread = _mm512_permutexvar_epi8(_mm512_load_si512(ctl.spread3[q & 1]), cw[q >> 1]);
-    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut3), spread), _mm512_load_si512(values));
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.cut3), spread), _mm512_load_si512(ctl.val3));
 }
 
 /* IQ3_XXS's index bytes 0 .. 31 (half 1: 32 .. 63) of v as 32 words. */
@@ -170,7 +170,7 @@ A5 INLINE __m512i iq3_xxs_sum(const tokd_block_iq3_xxs *x, const int8_t *a, cons
     _mm512_store_si512(signs, _mm512_permutex2var_epi8(ks0, _mm512_multishift_epi64_epi8(_mm512_load_si512(ctl.sign3), sv), ks1));
     const __m512i s = _mm512_srli_epi32(sv, 28);
     __m512i dq[4];
-    for (int q = 0; q < 4; q++) dq[q] = signed_dot(expand3(cw, q, ctl.val3), load_mask(signs + q), a, q);
+    for (int q = 0; q < 4; q++) dq[q] = signed_dot(expand3(cw, q), load_mask(signs + q), a, q);
     return scaled_sum(dq, _mm512_add_epi32(_mm512_add_epi32(s, s), _mm512_set1_epi32(1)), ctl.scale3);
 }
 /* The lane sums of four vectors: element j of the result is the sum of v_j's lanes. */
@@ -185,30 +185,31 @@ A5 INLINE __m128i hsum4(__m512i a, __m512i b, __m512i c, __m512i d) {
 /* The row: super-blocks four at a time (their sums reduced together), then one by one;
  * each super-block's float term in order, as the reference adds them. K: the type's
  * final factor (quants_iq.c). */
-#define IQ_DOT_512(T, CODES, K)                                                                                 \
-    A5 void tokd_##T##_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act) {                  \
-        const tokd_block_##T *x = w;                                                                            \
-        const tokd_block_q8_K *y = act;                                                                         \
-        const int64_t nb = n / TOKD_QK_K;                                                                       \
-        const code_table codes = load_codes(CODES);                                                             \
-        const __m512i ks0 = _mm512_loadu_si512(tokd_iq_signs), ks1 = _mm512_loadu_si512(tokd_iq_signs + 64);   \
-        float sum = 0;                                                                                          \
-        int64_t b = 0;                                                                                          \
-        for (; b + 4 <= nb; b += 4) {                                                                           \
-            int32_t S[4];                                                                                       \
-            _mm_storeu_si128((__m128i *)S, hsum4(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1), T##_sum(&x[b + 1], y[b + 1].qs, &codes, ks0, ks1), \
-                                                 T##_sum(&x[b + 2], y[b + 2].qs, &codes, ks0, ks1),                     \
-                                                 T##_sum(&x[b + 3], y[b + 3].qs, &codes, ks0, ks1)));                   \
-            for (int j = 0; j < 4; j++) {                                                                       \
-                const float d = _cvtsh_ss(x[b + j].d) * y[b + j].d;                                             \
-                sum += d * (float)S[j];                                                                         \
-            }                                                                                                   \
-        }                                                                                                       \
-        for (; b < nb; b++) {                                                                                   \
-            const float d = _cvtsh_ss(x[b].d) * y[b].d;                                                         \
-            sum += d * (float)_mm512_reduce_add_epi32(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1));                       \
-        }                                                                                                       \
-        *out = (K) * sum;                                                                                       \
+#define IQ_DOT_512(T, CODES, K)                                                                           \
+    A5 void tokd_##T##_dot_avx512vbmi(int64_t n, float *out, const void *w, const void *act) {            \
+        const tokd_block_##T *x = w;                                                                      \
+        const tokd_block_q8_K *y = act;                                                                   \
+        const int64_t nb = n / TOKD_QK_K;                                                                 \
+        const code_table codes = load_codes(CODES);                                                       \
+        const __m512i ks0 = _mm512_loadu_si512(tokd_iq_signs), ks1 = _mm512_loadu_si512(tokd_iq_signs + 64); \
+        float sum = 0;                                                                                    \
+        int64_t b = 0;                                                                                    \
+        for (; b + 4 <= nb; b += 4) {                                                                     \
+            int32_t S[4];                                                                                 \
+            _mm_storeu_si128((__m128i *)S, hsum4(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1),               \
+                                                 T##_sum(&x[b + 1], y[b + 1].qs, &codes, ks0, ks1),       \
+                                                 T##_sum(&x[b + 2], y[b + 2].qs, &codes, ks0, ks1),       \
+                                                 T##_sum(&x[b + 3], y[b + 3].qs, &codes, ks0, ks1)));     \
+            for (int j = 0; j < 4; j++) {                                                                 \
+                const float d = _cvtsh_ss(x[b + j].d) * y[b + j].d;                                       \
+                sum += d * (float)S[j];                                                                   \
+            }                                                                                             \
+        }                                                                                                 \
+        for (; b < nb; b++) {                                                                             \
+            const float d = _cvtsh_ss(x[b].d) * y[b].d;                                                   \
+            sum += d * (float)_mm512_reduce_add_epi32(T##_sum(&x[b], y[b].qs, &codes, ks0, ks1));         \
+        }                                                                                                 \
+        *out = (K) * sum;                                                                                 \
     }
 IQ_DOT_512(iq2_xxs, tokd_iq2xxs_codes, 0.125f)
 IQ_DOT_512(iq3_xxs, tokd_iq3xxs_codes, 0.25f)
