@@ -301,8 +301,10 @@ IQ_TYPES(IQ_DOTS)
  * to each quant (tokd_iq_gemm_prep), so vpmaddubsw takes them as its unsigned operand
  * and the weights as its signed one; the block's 128 * sum(ls * w), computed with the
  * decoding, is subtracted once a super-block. On AVX-512 the row loop runs two
- * sub-blocks an instruction (tokd_*_gemm_avx512). The integer sums are the reference's,
- * so the outputs are bit-equal to the one-row kernels. */
+ * sub-blocks an instruction (tokd_*_gemm_avx512) and four rows at a time, each decoded
+ * vector loaded once for the four (pp512 IQ2_XXS 79-80 -> 86-89 tok/s, IQ3_XXS 75-76 ->
+ * 78-81; BENCHMARKS.md, fifty-fourth session). The integer sums are the reference's, so
+ * the outputs are bit-equal to the one-row kernels. */
 #define IQ_GEMM_ROWS 64
 
 typedef struct {
@@ -355,6 +357,30 @@ A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
     return _mm512_reduce_add_epi32(acc) - d->corr;
 }
 
+/* Four activation rows' integer sums at once: each decoded weight and scale vector loaded
+ * once for the four rows, and the four sums reduced together (AVX2: one row at a time).
+ * The accumulators are named, not an array: in an array GCC kept them on the stack and
+ * pp512 fell to 0.64-0.71x. */
+A2 INLINE void decoded_dot4_avx2(const iq_decoded *d, const uint8_t *const a[4], int32_t S[4]) {
+    for (int r = 0; r < 4; r++) S[r] = decoded_dot_avx2(d, a[r]);
+}
+A512 INLINE void decoded_dot4_avx512(const iq_decoded *d, const uint8_t *const a[4], int32_t S[4]) {
+    __m512i acc0 = _mm512_setzero_si512(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    _Pragma("GCC unroll 4") for (int ib = 0; ib < 8; ib += 2) {
+        const __m512i w = _mm512_load_si512(d->w + 32 * ib), sc = _mm512_loadu_si512(d->sc + 16 * ib);
+        acc0 = _mm512_add_epi32(acc0, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(a[0] + 32 * ib), w), sc));
+        acc1 = _mm512_add_epi32(acc1, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(a[1] + 32 * ib), w), sc));
+        acc2 = _mm512_add_epi32(acc2, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(a[2] + 32 * ib), w), sc));
+        acc3 = _mm512_add_epi32(acc3, _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_loadu_si512(a[3] + 32 * ib), w), sc));
+    }
+    const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc0, acc1), _mm512_unpackhi_epi32(acc0, acc1));
+    const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(acc2, acc3), _mm512_unpackhi_epi32(acc2, acc3));
+    const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
+    _mm_storeu_si128((__m128i *)S, _mm_sub_epi32(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
+                                                 _mm_set1_epi32(d->corr)));
+}
+
 /* DX: the block's scale; TERM(d, S): the super-block's float term; K: the final factor */
 #define IQ_GEMM(T, ISA, TGT, DX, TERM, K)                                                                       \
     TGT void tokd_##T##_gemm_##ISA(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as, \
@@ -370,7 +396,23 @@ A512 INLINE int32_t decoded_dot_avx512(const iq_decoded *d, const uint8_t *a) {
                 for (int64_t b = 0; b < nb; b++) {                                                              \
                     decode_##T(&x[b], &dec);                                                                    \
                     const float dx = DX;                                                                        \
-                    for (int64_t r = 0; r < nr; r++) {                                                          \
+                    int64_t r = 0;                                                                              \
+                    for (; r + 4 <= nr; r += 4) { /* four rows a weight load */                                 \
+                        const tokd_block_q8_K *yb[4];                                                           \
+                        const uint8_t *qs[4];                                                                   \
+                        int32_t S4[4];                                                                          \
+                        for (int k = 0; k < 4; k++) {                                                           \
+                            yb[k] = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)(r0 + r + k) * as) + b; \
+                            qs[k] = (const uint8_t *)yb[k]->qs;                                                 \
+                        }                                                                                       \
+                        decoded_dot4_##ISA(&dec, qs, S4);                                                       \
+                        for (int k = 0; k < 4; k++) {                                                           \
+                            const float d = dx * yb[k]->d;                                                      \
+                            const int32_t S = S4[k];                                                            \
+                            sum[r + k] += TERM;                                                                 \
+                        }                                                                                       \
+                    }                                                                                           \
+                    for (; r < nr; r++) {                                                                       \
                         const tokd_block_q8_K *yb = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)(r0 + r) * as) + b; \
                         const float d = dx * yb->d;                                                             \
                         const int32_t S = decoded_dot_##ISA(&dec, (const uint8_t *)yb->qs);                     \
