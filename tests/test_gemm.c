@@ -53,18 +53,18 @@ static void fill_weights(const tokd_type_traits *t, uint8_t *W, int64_t K, int64
 
 static int64_t n_checks, n_bad;
 
-static void check_type(uint32_t id) {
+/* One gemm kernel of type id, with its activation preparation, over the sweep (`full`:
+ * every K; else the first five, for kernels this CPU does not select, to keep the run
+ * short under the sanitizers). */
+static void check_gemm(uint32_t id, tokd_gemm_fn gemm, void (*prep)(const float *, void *, int64_t), const char *label,
+                       int full) {
     const tokd_type_traits *t = tokd_type_get(id), *at = tokd_type_get(t->vec_dot_type);
-    if (!t->gemm) {
-        printf("%s: no gemm kernel on this CPU, skipped\n", t->name);
-        return;
-    }
     static const int64_t Ks32[] = {32, 96, 256, 288, 512, 2048, 2048 + 224, 5632};
     static const int64_t Ks256[] = {256, 512, 768, 2048, 2304, 5632, 256, 1024};
     const int64_t *Ks = t->blck == 256 ? Ks256 : Ks32;
-    static const int64_t NW[] = {1, 3, 17};
+    static const int64_t NW[] = {1, 3, 17}; /* 17: a packed group or a VNNI grid tile of 16, and one more row */
     static const int64_t NA[] = {1, 2, 3, 4, 5, 6, 7, 8, 17, 70}; /* 70: the grid types' chunks of 64 */
-    for (size_t ki = 0; ki < 8; ki++) {
+    for (size_t ki = 0; ki < (full ? 8u : 5u); ki++) {
         int64_t K = Ks[ki];
         for (int raw = 0; raw < 2; raw++)
             for (size_t wi = 0; wi < 3; wi++)
@@ -79,18 +79,18 @@ static void check_type(uint32_t id) {
                     for (int64_t o = 0; o < nw; o++) fill_weights(t, W + (size_t)o * ws, K, 1, raw);
                     for (int64_t i = 0; i < K * na; i++) X[i] = (float)t_rand_pm1(&rng) * (i % 7 == 0 ? 10.0f : 1.0f);
                     for (int64_t r = 0; r < na; r++) {
-                        t->gemm_prep(X + r * K, A + (size_t)r * as, K);
+                        prep(X + r * K, A + (size_t)r * as, K);
                         at->from_float(X + r * K, Q + (size_t)r * qb, K);
                     }
-                    t->gemm(K, nw, W, ws, na, A, as, Y, nw);
+                    gemm(K, nw, W, ws, na, A, as, Y, nw);
                     for (int64_t r = 0; r < na; r++)
                         for (int64_t o = 0; o < nw; o++) {
                             float ref;
                             t->vec_dot_ref(K, &ref, W + (size_t)o * ws, Q + (size_t)r * qb);
                             n_checks++;
                             if (memcmp(&ref, &Y[r * nw + o], 4) != 0 && n_bad++ < 5)
-                                fprintf(stderr, "  %s K=%lld nw=%lld na=%lld raw=%d out (%lld,%lld): ref %.9g gemm %.9g\n",
-                                        t->name, (long long)K, (long long)nw, (long long)na, raw, (long long)r,
+                                fprintf(stderr, "  %s %s K=%lld nw=%lld na=%lld raw=%d out (%lld,%lld): ref %.9g gemm %.9g\n",
+                                        t->name, label, (long long)K, (long long)nw, (long long)na, raw, (long long)r,
                                         (long long)o, ref, Y[r * nw + o]);
                         }
                     free(W);
@@ -101,6 +101,45 @@ static void check_type(uint32_t id) {
                 }
     }
 }
+
+/* The kernel tokd_kernels_init chose for the type. */
+static void check_type(uint32_t id) {
+    const tokd_type_traits *t = tokd_type_get(id);
+    if (!t->gemm) {
+        printf("%s: no gemm kernel on this CPU, skipped\n", t->name);
+        return;
+    }
+    check_gemm(id, t->gemm, t->gemm_prep, "selected", 1);
+}
+
+/* Every gemm kernel of a grid type that this CPU can run, whichever is selected: AVX2,
+ * AVX-512 (chosen where the CPU has no VNNI) and AVX-512 VNNI. */
+#define IQ_VARIANTS(T)                                                                                       \
+    {tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni}
+static void check_grid_type(uint32_t id) {
+    static const struct {
+        uint32_t id;
+        tokd_gemm_fn f[3];
+    } v[] = {{GGML_TYPE_IQ2_XXS, IQ_VARIANTS(iq2_xxs)}, {GGML_TYPE_IQ2_XS, IQ_VARIANTS(iq2_xs)},
+             {GGML_TYPE_IQ2_S, IQ_VARIANTS(iq2_s)},     {GGML_TYPE_IQ3_XXS, IQ_VARIANTS(iq3_xxs)},
+             {GGML_TYPE_IQ3_S, IQ_VARIANTS(iq3_s)},     {GGML_TYPE_IQ1_S, IQ_VARIANTS(iq1_s)},
+             {GGML_TYPE_IQ1_M, IQ_VARIANTS(iq1_m)}};
+    const tokd_cpu_features *cpu = tokd_cpu();
+    const int can[3] = {cpu->avx2 && cpu->fma && cpu->f16c, cpu->avx2 && cpu->avx512bw && cpu->avx512vl,
+                        cpu->avx2 && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni};
+    static const char *const label[3] = {"avx2", "avx512", "avx512vnni"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (v[i].id == id)
+            for (int k = 0; k < 3; k++) {
+                if (!can[k]) {
+                    printf("%s: no %s on this CPU, its gemm not checked\n", tokd_type_get(id)->name, label[k]);
+                    continue;
+                }
+                check_gemm(id, v[i].f[k], k == 2 ? tokd_iq_gemm_prep_vnni : tokd_iq_gemm_prep, label[k],
+                           v[i].f[k] == tokd_type_get(id)->gemm);
+            }
+}
+#undef IQ_VARIANTS
 
 /* tokd_matmul (any path) against vec_dot_ref, 1 and 2 threads, several batch sizes. */
 static void check_matmul(uint32_t id) {
@@ -500,7 +539,7 @@ int main(void) {
     static const uint32_t iq[] = {GGML_TYPE_IQ2_XXS, GGML_TYPE_IQ2_XS, GGML_TYPE_IQ2_S, GGML_TYPE_IQ3_XXS,
                                   GGML_TYPE_IQ3_S,   GGML_TYPE_IQ1_S,  GGML_TYPE_IQ1_M};
     for (size_t i = 0; i < sizeof iq / sizeof iq[0]; i++) {
-        if (GRID_KERNEL_SWEEPS) check_type(iq[i]);
+        if (GRID_KERNEL_SWEEPS) check_grid_type(iq[i]);
         check_matmul(iq[i]);
     }
     CHECK(n_bad == 0, "%lld of %lld gemm outputs differ from vec_dot_ref", (long long)n_bad, (long long)n_checks);

@@ -160,16 +160,22 @@ static const simd_row simd_rows[] = {
 #undef IQ_SIMD
 #undef IQ_SIMD_VBMI
 
-/* The grid types' gemm kernels (dot_iq_avx2.c), used from IQ_GEMM_MIN_ROWS activation
- * rows on; below, the four-row kernel. */
-#define IQ_GEMM(ID, T) {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512}
+/* The grid types' gemm kernels: AVX2 and AVX-512 (dot_iq_avx2.c), used from
+ * IQ_GEMM_MIN_ROWS activation rows on, below which the four-row kernel runs; and AVX-512
+ * VNNI (gemm_iq_avx512.c), used from VNNI_MIN rows on. Batched decode, `tokd bench -p 0
+ * -n 32 -s 2,3,4 -t 2` (BENCHMARKS.md, fifty-fifth session): IQ2_XXS and IQ3_XXS, whose
+ * one-row VBMI kernels are faster, lost at 3 rows (IQ2_XXS 48.7 against 52.1 tok/s) and
+ * won at 4 (64.2 against 52.3); IQ2_XS tied at 2 rows (32.6-32.7 against 32.5-33.7) and
+ * won at 3 (46.7 against 33.1-34.0), IQ1_S won at 2 (30.7-35.1 against 25.8-25.9). */
+#define IQ_GEMM(ID, T, VNNI_MIN) {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni, VNNI_MIN}
 static const struct {
     uint32_t id;
-    tokd_gemm_fn avx2, avx512;
+    tokd_gemm_fn avx2, avx512, avx512vnni;
+    int vnni_min_rows;
 } iq_gemms[] = {
-    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s),
-    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s),
-    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m),
+    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 4), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2),
+    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 4), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2),
+    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2),
 };
 #undef IQ_GEMM
 #define IQ_GEMM_MIN_ROWS 8
@@ -260,6 +266,11 @@ static void kernels_init_once(void) {
                     t->gemm_prep = tokd_iq_gemm_prep;
                     t->gemm_act_bytes = tokd_iq_gemm_act_bytes;
                     t->gemm_min_rows = IQ_GEMM_MIN_ROWS;
+                    if (vnni) {
+                        t->gemm = iq_gemms[j].avx512vnni;
+                        t->gemm_prep = tokd_iq_gemm_prep_vnni;
+                        t->gemm_min_rows = iq_gemms[j].vnni_min_rows;
+                    }
                 }
         for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
             const simd_row *r = &simd_rows[j];
