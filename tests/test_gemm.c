@@ -125,18 +125,21 @@ static void check_grid_type(uint32_t id) {
              {GGML_TYPE_IQ3_S, IQ_VARIANTS(iq3_s)},     {GGML_TYPE_IQ1_S, IQ_VARIANTS(iq1_s)},
              {GGML_TYPE_IQ1_M, IQ_VARIANTS(iq1_m)}};
     const tokd_cpu_features *cpu = tokd_cpu();
-    const int can[3] = {cpu->avx2 && cpu->fma && cpu->f16c, cpu->avx2 && cpu->avx512bw && cpu->avx512vl,
-                        cpu->avx2 && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni};
-    static const char *const label[3] = {"avx2", "avx512", "avx512vnni"};
+    const int vnni = cpu->avx2 && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni;
+    const int can[4] = {cpu->avx2 && cpu->fma && cpu->f16c, cpu->avx2 && cpu->avx512bw && cpu->avx512vl, vnni,
+                        vnni && cpu->avx512vbmi};
+    static const char *const label[4] = {"avx2", "avx512", "avx512vnni", "avx512vbmi"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i].id == id)
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < 4; k++) {
+                /* the fourth: IQ3_XXS's VNNI gemm with its tiles unpacked by VBMI */
+                const tokd_gemm_fn f = k < 3 ? v[i].f[k] : id == GGML_TYPE_IQ3_XXS ? tokd_iq3_xxs_gemm_avx512vbmi : NULL;
+                if (!f) continue;
                 if (!can[k]) {
                     printf("%s: no %s on this CPU, its gemm not checked\n", tokd_type_get(id)->name, label[k]);
                     continue;
                 }
-                check_gemm(id, v[i].f[k], k == 2 ? tokd_iq_gemm_prep_vnni : tokd_iq_gemm_prep, label[k],
-                           v[i].f[k] == tokd_type_get(id)->gemm);
+                check_gemm(id, f, k >= 2 ? tokd_iq_gemm_prep_vnni : tokd_iq_gemm_prep, label[k], f == tokd_type_get(id)->gemm);
             }
 }
 #undef IQ_VARIANTS

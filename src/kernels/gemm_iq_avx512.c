@@ -43,22 +43,24 @@ typedef struct {
  * sixteen rows' dword q: four 16x16 transposes (unpacks of dwords, then of qwords, then
  * two rounds of 128-bit lane shuffles). */
 AV static void transpose_rows(const uint32_t rows[TILE_ROWS][64], __m512i wq[64]) {
+    /* every loop unrolled, so that z and t stay in registers (rolled, GCC kept them on
+       the stack and the transposes took half of a 4-row gemm's time) */
     for (int c = 0; c < 4; c++) {
         __m512i z[16], t[16];
-        for (int r = 0; r < 16; r++) z[r] = _mm512_load_si512(&rows[r][16 * c]);
-        for (int r = 0; r < 16; r += 2) {
+        _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++) z[r] = _mm512_load_si512(&rows[r][16 * c]);
+        _Pragma("GCC unroll 8") for (int r = 0; r < 16; r += 2) {
             t[r] = _mm512_unpacklo_epi32(z[r], z[r + 1]);
             t[r + 1] = _mm512_unpackhi_epi32(z[r], z[r + 1]);
         }
         /* group g (rows 4g..4g+3): z[4g + j], lane k = the four rows' dword 4k + j */
-        for (int g = 0; g < 4; g++) {
+        _Pragma("GCC unroll 4") for (int g = 0; g < 4; g++) {
             z[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
             z[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
             z[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
             z[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
         }
         /* dword 4k + j of all rows: lane k of z[4g + j] for g = 0..3 */
-        for (int j = 0; j < 4; j++) {
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
             const __m512i v0 = _mm512_shuffle_i32x4(z[j], z[4 + j], 0x44), v1 = _mm512_shuffle_i32x4(z[j], z[4 + j], 0xEE);
             const __m512i v2 = _mm512_shuffle_i32x4(z[8 + j], z[12 + j], 0x44), v3 = _mm512_shuffle_i32x4(z[8 + j], z[12 + j], 0xEE);
             wq[16 * c + 0 + j] = _mm512_shuffle_i32x4(v0, v2, 0x88);
@@ -80,8 +82,22 @@ AV static void transpose_rows(const uint32_t rows[TILE_ROWS][64], __m512i wq[64]
     X(iq1_s, 32, h2f(x->d), _mm512_mul_ps(d, _mm512_mul_ps(Sf, _mm512_set1_ps(0.125f))), 1.0f) \
     X(iq1_m, 16, iq1_m_d(x), _mm512_mul_ps(d, _mm512_mul_ps(Sf, _mm512_set1_ps(0.125f))), 1.0f)
 
-/* Super-block b of weight rows w[0..rows) into a tile; lanes past `rows` get zero
- * weights and scales (their outputs are never stored). */
+/* A tile from its rows' decoded super-blocks (dec: + 128, row-major), scale multipliers
+ * (ls[group][row]) and scales (dx): rows from `rows` on get zero weights and scales
+ * (their lanes' outputs are never stored), then the weights are transposed. */
+AV static void finish_tile(uint32_t dec[TILE_ROWS][64], int32_t ls[16][TILE_ROWS], float dx[TILE_ROWS], int rows,
+                           int groups, iq_tile *t) {
+    for (int r = rows; r < TILE_ROWS; r++) {
+        memset(dec[r], 0x80, sizeof dec[r]);
+        for (int g = 0; g < groups; g++) ls[g][r] = 0;
+        dx[r] = 0;
+    }
+    transpose_rows((const uint32_t(*)[64])dec, t->wq);
+    for (int g = 0; g < groups; g++) t->ls[g] = _mm512_load_si512(ls[g]);
+    t->dx = _mm512_load_ps(dx);
+}
+
+/* Super-block b of weight rows w[0..rows) into a tile, by the AVX2 decoders. */
 #define DECODE_TILE(T, G, DX)                                                                                  \
     AV static void decode_tile_##T(const uint8_t *w, size_t ws, int rows, int64_t b, iq_tile *t) {           \
         _Alignas(64) uint32_t dec[TILE_ROWS][64];                                                              \
@@ -102,14 +118,7 @@ AV static void transpose_rows(const uint32_t rows[TILE_ROWS][64], __m512i wq[64]
             }                                                                                                  \
             dx[r] = DX;                                                                                        \
         }                                                                                                      \
-        for (int r = rows; r < TILE_ROWS; r++) {                                                               \
-            memset(dec[r], 0x80, sizeof dec[r]);                                                               \
-            for (int g = 0; g < 16; g++) ls[g][r] = 0;                                                         \
-            dx[r] = 0;                                                                                         \
-        }                                                                                                      \
-        transpose_rows((const uint32_t(*)[64])dec, t->wq);                                                     \
-        for (int g = 0; g < 256 / (G); g++) t->ls[g] = _mm512_load_si512(ls[g]);                               \
-        t->dx = _mm512_load_ps(dx);                                                                            \
+        finish_tile(dec, ls, dx, rows, 256 / (G), t);                                                          \
     }
 
 /* acc += w (unsigned bytes) . the four signed bytes at p, broadcast: one vpdpbusd with
@@ -177,12 +186,10 @@ AV static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512i acc
         d = _mm512_mul_ps(t->dx, _mm512_set1_ps(y3->d)), Sf = _mm512_cvtepi32_ps(S3), *sum3 = _mm512_add_ps(*sum3, TERM); \
     }
 
-#define IQ_GEMM_VNNI(T, G, DX, TERM, K)                                                                        \
-    DECODE_TILE(T, G, DX)                                                                                      \
-    GROUP_SUMS(T, G)                                                                                           \
-    ROWS4(T, G, TERM)                                                                                          \
-    AV void tokd_##T##_gemm_avx512vnni(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na,            \
-                                        const void *act, size_t as, float *y, int64_t ldy) {                  \
+/* The gemm NAME of type T with tiles from DECODE (tokd_gemm_fn). */
+#define GEMM_BODY(NAME, T, TERM, K, DECODE)                                                                    \
+    AV void NAME(int64_t n, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,     \
+                 float *y, int64_t ldy) {                                                                      \
         const int64_t nb = n / TOKD_QK_K;                                                                      \
         iq_tile tiles[SLAB];                                                                                   \
         for (int64_t o0 = 0; o0 < nw; o0 += TILE_ROWS) {                                                       \
@@ -192,7 +199,7 @@ AV static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512i acc
             for (int64_t b0 = 0; b0 < nb; b0 += SLAB) {                                                        \
                 const int ns = nb - b0 < SLAB ? (int)(nb - b0) : SLAB;                                         \
                 const int last = b0 + ns == nb;                                                                \
-                for (int s = 0; s < ns; s++) decode_tile_##T(wt, ws, rows, b0 + s, &tiles[s]);                 \
+                for (int s = 0; s < ns; s++) DECODE(wt, ws, rows, b0 + s, &tiles[s]);                          \
                 int64_t r = 0;                                                                                 \
                 for (; r + 4 <= na; r += 4) {                                                                  \
                     const tokd_block_q8_K *y0 = (const tokd_block_q8_K *)((const uint8_t *)act + (size_t)r * as) + b0; \
@@ -230,7 +237,32 @@ AV static inline __attribute__((always_inline)) __m512i dpbusd_bcast(__m512i acc
             }                                                                                                  \
         }                                                                                                      \
     }
+
+#define IQ_GEMM_VNNI(T, G, DX, TERM, K)                                                                        \
+    DECODE_TILE(T, G, DX)                                                                                      \
+    GROUP_SUMS(T, G)                                                                                           \
+    ROWS4(T, G, TERM)                                                                                          \
+    GEMM_BODY(tokd_##T##_gemm_avx512vnni, T, TERM, K, decode_tile_##T)
 IQ_VNNI_TYPES(IQ_GEMM_VNNI)
+
+/* IQ3_XXS on CPUs with VBMI: the same gemm with each row's super-block unpacked by
+ * dot_iq_avx512.c's register lookups instead of the AVX2 decoder (1.14-1.28x with 4 to 16
+ * activation rows, the same at 512; IQ2_XXS's AVX2 decoder was the faster one). */
+AV static void decode_tile_iq3_xxs_vbmi(const uint8_t *w, size_t ws, int rows, int64_t b, iq_tile *t) {
+    _Alignas(64) uint32_t dec[TILE_ROWS][64];
+    _Alignas(64) int32_t ls[16][TILE_ROWS];
+    _Alignas(64) float dx[TILE_ROWS];
+    for (int r = 0; r < rows; r++) {
+        const tokd_block_iq3_xxs *x = (const tokd_block_iq3_xxs *)(w + (size_t)r * ws) + b;
+        int32_t ls8[8];
+        tokd_iq3_xxs_unpack_avx512vbmi(x, (uint8_t *)dec[r], ls8);
+        for (int g = 0; g < 8; g++) ls[g][r] = ls8[g];
+        dx[r] = h2f(x->d);
+    }
+    finish_tile(dec, ls, dx, rows, 8, t);
+}
+#define TERM_D_S _mm512_mul_ps(d, Sf)
+GEMM_BODY(tokd_iq3_xxs_gemm_avx512vbmi, iq3_xxs, TERM_D_S, 0.25f, decode_tile_iq3_xxs_vbmi)
 
 /* Their activation rows: plain Q8_K (the bsums included), in tokd_iq_gemm_act_bytes. */
 void tokd_iq_gemm_prep_vnni(const float *x, void *dst, int64_t n) { tokd_q8_K_quantize(x, dst, n); }

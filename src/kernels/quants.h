@@ -355,6 +355,9 @@ TOKD_DOT_IQ(iq1_m)
 TOKD_DOT_IQ_VBMI(iq2_xxs) TOKD_DOT_IQ_VBMI(iq3_xxs)
 #undef TOKD_DOT_IQ_VBMI
 void tokd_iq_avx512_init(void);
+/* ... and IQ3_XXS super-blocks unpacked for the VNNI gemm: the 256 weights with their
+ * signs, plus 128, as unsigned bytes, and the eight sub-blocks' scale multipliers */
+void tokd_iq3_xxs_unpack_avx512vbmi(const void *blk, uint8_t w[256], int32_t ls[8]);
 /* their gemm's activation rows: Q8_K with 128 added to each quant, 64-byte multiples */
 size_t tokd_iq_gemm_act_bytes(int64_t K);
 void tokd_iq_gemm_prep(const float *x, void *dst, int64_t K);
@@ -366,6 +369,9 @@ void tokd_iq_gemm_prep(const float *x, void *dst, int64_t K);
 TOKD_GEMM_IQ_VNNI(iq2_xxs) TOKD_GEMM_IQ_VNNI(iq2_xs) TOKD_GEMM_IQ_VNNI(iq2_s) TOKD_GEMM_IQ_VNNI(iq3_xxs)
 TOKD_GEMM_IQ_VNNI(iq3_s) TOKD_GEMM_IQ_VNNI(iq1_s) TOKD_GEMM_IQ_VNNI(iq1_m)
 #undef TOKD_GEMM_IQ_VNNI
+/* ... and IQ3_XXS's with VBMI too (its super-blocks unpacked by dot_iq_avx512.c) */
+void tokd_iq3_xxs_gemm_avx512vbmi(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, size_t as,
+                                  float *y, int64_t ldy);
 void tokd_iq_gemm_prep_vnni(const float *x, void *dst, int64_t K);
 /* The float rows' decode forms (tokd_type_traits.vec_dot_stream): the same bits as the
  * plain ones, with the row's pages primed and its lines prefetched ahead. */

@@ -271,6 +271,8 @@ static void kernels_init_once(void) {
                         t->gemm_prep = tokd_iq_gemm_prep_vnni;
                         t->gemm_min_rows = iq_gemms[j].vnni_min_rows;
                     }
+                    /* IQ3_XXS's tiles unpacked by the VBMI kernels' lookups */
+                    if (gemm && t->id == GGML_TYPE_IQ3_XXS) t->gemm = tokd_iq3_xxs_gemm_avx512vbmi;
                 }
         for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
             const simd_row *r = &simd_rows[j];
