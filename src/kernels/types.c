@@ -163,18 +163,20 @@ static const simd_row simd_rows[] = {
 /* The grid types' gemm kernels: AVX2 and AVX-512 (dot_iq_avx2.c), used from
  * IQ_GEMM_MIN_ROWS activation rows on, below which the four-row kernel runs; and AVX-512
  * VNNI (gemm_iq_avx512.c), used from VNNI_MIN rows on. Batched decode, `tokd bench -p 0
- * -n 32 -s 2,3,4 -t 2` (BENCHMARKS.md, fifty-fifth session): IQ2_XXS and IQ3_XXS, whose
- * one-row VBMI kernels are faster, lost at 3 rows (IQ2_XXS 48.7 against 52.1 tok/s) and
- * won at 4 (64.2 against 52.3); IQ2_XS tied at 2 rows (32.6-32.7 against 32.5-33.7) and
- * won at 3 (46.7 against 33.1-34.0), IQ1_S won at 2 (30.7-35.1 against 25.8-25.9). */
+ * -n 32 -s 2,3 -t 2` (BENCHMARKS.md, fifty-fifth session): IQ2_XXS and IQ3_XXS, whose
+ * one-row VBMI kernels are faster, lose at 2 rows (IQ2_XXS 43.4-44.3 against 52.8 tok/s,
+ * IQ3_XXS 37.9-38.0 against 39.0) and win at 3 (61.7-62.1 against 54.1-54.5, 53.4-54.1
+ * against 42.7-42.9); IQ2_XS tied at 2 rows (32.6-32.7 against 32.5-33.7, before the
+ * tiles' transposes were unrolled) and won at 3 (46.7 against 33.1-34.0), IQ1_S won at 2
+ * (30.7-35.1 against 25.8-25.9). */
 #define IQ_GEMM(ID, T, VNNI_MIN) {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni, VNNI_MIN}
 static const struct {
     uint32_t id;
     tokd_gemm_fn avx2, avx512, avx512vnni;
     int vnni_min_rows;
 } iq_gemms[] = {
-    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 4), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2),
-    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 4), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2),
+    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 3), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2),
+    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 3), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2),
     IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2),
 };
 #undef IQ_GEMM
