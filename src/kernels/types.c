@@ -169,15 +169,21 @@ static const simd_row simd_rows[] = {
  * against 42.7-42.9); IQ2_XS tied at 2 rows (32.6-32.7 against 32.5-33.7, before the
  * tiles' transposes were unrolled) and won at 3 (46.7 against 33.1-34.0), IQ1_S won at 2
  * (30.7-35.1 against 25.8-25.9). */
-#define IQ_GEMM(ID, T, VNNI_MIN) {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni, VNNI_MIN}
+#define IQ_GEMM(ID, T, VNNI_MIN, VBMI)                                                                       \
+    {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni, VBMI, VNNI_MIN}
 static const struct {
     uint32_t id;
     tokd_gemm_fn avx2, avx512, avx512vnni;
+    tokd_gemm_fn avx512vbmi; /* the VNNI gemm with its tiles unpacked by VBMI (IQ3_XXS only) */
     int vnni_min_rows;
 } iq_gemms[] = {
-    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 3), IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2), IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2),
-    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 3), IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2),   IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2),
-    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2),
+    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 3, NULL),
+    IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 3, tokd_iq3_xxs_gemm_avx512vbmi),
+    IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2, NULL),
 };
 #undef IQ_GEMM
 #define IQ_GEMM_MIN_ROWS 8
@@ -273,8 +279,7 @@ static void kernels_init_once(void) {
                         t->gemm_prep = tokd_iq_gemm_prep_vnni;
                         t->gemm_min_rows = iq_gemms[j].vnni_min_rows;
                     }
-                    /* IQ3_XXS's tiles unpacked by the VBMI kernels' lookups */
-                    if (gemm && t->id == GGML_TYPE_IQ3_XXS) t->gemm = tokd_iq3_xxs_gemm_avx512vbmi;
+                    if (gemm && iq_gemms[j].avx512vbmi) t->gemm = iq_gemms[j].avx512vbmi;
                 }
         for (size_t j = 0; j < sizeof simd_rows / sizeof simd_rows[0]; j++) {
             const simd_row *r = &simd_rows[j];
