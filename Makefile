@@ -31,7 +31,7 @@ ALIGN   := -falign-functions=64 -falign-loops=32
 # clang's default would fuse where a target has FMA).
 FPFLAGS := -ffp-contract=off
 BASEFLAGS := -std=c17 -D_GNU_SOURCE -g -Iinclude -Isrc $(WFLAGS) $(OPT) $(ALIGN) $(FPFLAGS) $(SAN) -pthread -MMD -MP
-LIBS    := -lpcre2-8 -lmicrohttpd -lcjson -lm -lpthread
+LIBS    := -lpcre2-8 -lcjson -lm -lpthread
 
 LIB_SRCS  := $(shell find src -name '*.c' -not -path 'src/cli/*' | sort)
 CLI_SRCS  := $(sort $(wildcard src/cli/*.c))

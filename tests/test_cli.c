@@ -177,6 +177,22 @@ static void test_info(void) {
     proc_free(&r);
 }
 
+/* Only `tokd serve` loads libmicrohttpd (and the GnuTLS it brings, ~4 ms of dynamic
+ * loading a start): a command that does not serve starts without it. The dynamic
+ * loader's own trace (LD_DEBUG=libs) names each library it opens; libpcre2 is there
+ * to show the trace works. */
+static void test_no_http_lib_outside_serve(void) {
+    setenv("LD_DEBUG", "libs", 1);
+    proc_result r;
+    char *argv[] = {(char *)tokd, "info", "-m", model, NULL};
+    run(argv, &r);
+    unsetenv("LD_DEBUG");
+    CHECK(r.code == 0 && strstr(r.err.data, "libpcre2-8.so") && !strstr(r.err.data, "libmicrohttpd") &&
+              !strstr(r.err.data, "libgnutls"),
+          "tokd info loads no HTTP library: exit %d, loader trace %.300s", r.code, r.err.data);
+    proc_free(&r);
+}
+
 static void test_bad_options(void) {
     struct { char *argv[12]; const char *what; } cases[] = {
         {{(char *)tokd, "run", "-m", "/nonexistent.gguf", "-p", "x", NULL}, "missing model"},
@@ -1011,6 +1027,7 @@ int main(void) {
     test_run_golden();
     test_logits();
     test_info();
+    test_no_http_lib_outside_serve();
     test_bad_options();
     test_option_parsing();
     test_help();

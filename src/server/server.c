@@ -12,7 +12,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -28,6 +27,7 @@
 #include "chat/reasoning.h"
 #include "chat/toolcall.h"
 #include "grammar.h"
+#include "server/http_lib.h"
 #include "server/request.h"
 #include "unicode_utf8.h"
 
@@ -42,6 +42,10 @@ void tokd_server_params_default(tokd_server_params *p) {
     p->max_connections = 512;
     p->max_choices = 16;
 }
+
+/* libmicrohttpd's functions: set by tokd_server_run before the daemon starts, so before
+ * any connection thread reads it (http_lib.h says why it is not linked). */
+static const tokd_http_lib *mhd;
 
 enum { C_200, C_400, C_401, C_404, C_405, C_408, C_413, C_429, C_500, C_503, C_OTHER, N_CODES };
 static const int code_of[N_CODES] = {200, 400, 401, 404, 405, 408, 413, 429, 500, 503, 0};
@@ -251,7 +255,7 @@ static void job_disconnected(job *j) {
 }
 
 static bool client_gone(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = mhd->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return false;
     char b;
     ssize_t r = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -312,12 +316,12 @@ static double finite_lp(float lp) { return isfinite(lp) ? lp : -9999.0; }
 
 static enum MHD_Result send_text(server *s, struct MHD_Connection *c, int status, const char *ctype, const char *body,
                                  size_t len, const char *retry_after) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = mhd->create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", ctype);
-    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
-    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
+    mhd->add_response_header(r, "Content-Type", ctype);
+    if (retry_after) mhd->add_response_header(r, "Retry-After", retry_after);
+    enum MHD_Result rc = mhd->queue_response(c, (unsigned)status, r);
+    mhd->destroy_response(r);
     int k = C_OTHER;
     for (int i = 0; i < N_CODES - 1; i++)
         if (code_of[i] == status) k = i;
@@ -875,16 +879,16 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, cJSO
     }
     tokd_gen_opts_free(&o);
     if (j->stream) {
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, j, stream_free);
+        struct MHD_Response *r = mhd->create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, j, stream_free);
         if (!r) {
             j->ended = true; /* never started: not a disconnect */
             stream_free(j);
             return MHD_NO;
         }
-        MHD_add_response_header(r, "Content-Type", "text/event-stream");
-        MHD_add_response_header(r, "Cache-Control", "no-cache");
-        enum MHD_Result rc = MHD_queue_response(c, 200, r);
-        MHD_destroy_response(r);
+        mhd->add_response_header(r, "Content-Type", "text/event-stream");
+        mhd->add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result rc = mhd->queue_response(c, 200, r);
+        mhd->destroy_response(r);
         atomic_fetch_add(&s->codes[C_200], 1);
         return rc;
     }
@@ -982,7 +986,7 @@ static enum MHD_Result handle_metrics(server *s, struct MHD_Connection *c) {
 
 static bool key_ok(server *s, struct MHD_Connection *c) {
     if (!s->p.api_key || !*s->p.api_key) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *h = mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7)) return false;
     const char *got = h + 7, *want = s->p.api_key;
     size_t gl = strlen(got), wl = strlen(want);
@@ -1066,10 +1070,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *c, const
         cs->t_start = tokd_now();
         *con_cls = cs;
         /* streamed chunks are small: send each at once (no Nagle wait for the client's delayed ACK) */
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci = mhd->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         int one = 1;
         if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        const char *cl = mhd->lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end;
             errno = 0;
@@ -1167,6 +1171,7 @@ static int setup_chat(server *s, tokd_err *err) {
 }
 
 int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_atomic_t *stop, tokd_err *err) {
+    if (!(mhd = tokd_http_lib_load(err))) return -1;
     server *s = tokd_xcalloc(1, sizeof *s);
     s->e = e;
     s->m = tokd_engine_model(e);
@@ -1188,7 +1193,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
         return tokd_seterr(err, "--host '%s' is not an IPv4 address", p->host);
     }
     unsigned timeout = p->timeout_s < 1 ? 1 : (unsigned)ceil(p->timeout_s);
-    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, (uint16_t)p->port,
+    s->d = mhd->start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, (uint16_t)p->port,
                             NULL, NULL, access_handler, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
                             MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_END);
@@ -1197,7 +1202,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
         free(s);
         return tokd_seterr(err, "cannot listen on %s:%d (port in use?)", host, p->port);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *di = mhd->get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "tokd serve: listening on http://%s:%u (model %s)\n", host, di ? di->port : (unsigned)p->port, p->model_id);
     while (!*stop) {
         struct timespec ts = {0, 50 * 1000000L};
@@ -1206,7 +1211,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
     /* graceful shutdown: stop accepting, drain, then cancel what is left */
     fprintf(stderr, "tokd serve: shutting down (%d requests in flight)\n", atomic_load(&s->n_jobs));
     atomic_store(&s->draining, 1);
-    MHD_socket lfd = MHD_quiesce_daemon(s->d);
+    MHD_socket lfd = mhd->quiesce_daemon(s->d);
     if (lfd != MHD_INVALID_SOCKET) close(lfd);
     tokd_engine_close(e);
     double deadline = tokd_now() + p->shutdown_grace_s;
@@ -1215,7 +1220,7 @@ int tokd_server_run(tokd_engine *e, const tokd_server_params *p, volatile sig_at
         nanosleep(&ts, NULL);
     }
     atomic_store(&s->stopping, 1);
-    MHD_stop_daemon(s->d); /* ends connections; their jobs cancel their requests */
+    mhd->stop_daemon(s->d); /* ends connections; their jobs cancel their requests */
     tokd_chat_template_free(s->tpl);
     free(s);
     return 0;
