@@ -19,6 +19,7 @@
 
 #include "kernels/packed.h"
 #include "kernels/quants.h"
+#include "kernels/unaligned.h"
 
 #define A2 __attribute__((target("avx2,fma,f16c")))
 
@@ -28,11 +29,6 @@ static inline uint16_t ld16(const void *p) {
     uint16_t h;
     memcpy(&h, p, 2);
     return h;
-}
-static inline uint32_t ld32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
 }
 
 /* Eight fp16 values at p, p+stride, ..., p+7*stride, as floats. */
@@ -82,7 +78,7 @@ A2 static inline __m256i nibbles32(const uint8_t *qs) {
 }
 /* The fifth bits of a Q5 block: byte j = 0x10 if bit j of qh is set, else 0. */
 A2 static inline __m256i fifth_bits32(const uint8_t *qh) {
-    __m256i v = _mm256_set1_epi32((int)ld32(qh));
+    __m256i v = _mm256_set1_epi32((int)tokd_ld_u32(qh));
     const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
                                           3, 3, 3, 3, 3, 3);
     const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
@@ -328,7 +324,7 @@ A2 static inline __m256i bcast16(__m256i S, int k) {
 
 /* The 16 six-bit scales of a Q3_K block, minus 32, as 16 bytes. */
 static inline __m128i q3k_scales(const uint8_t *s) {
-    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    uint32_t a = tokd_ld_u32(s), b = tokd_ld_u32(s + 4), c = tokd_ld_u32(s + 8);
     const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
     uint32_t w0 = (a & m4) | ((c & m2) << 4);
     uint32_t w1 = (b & m4) | (((c >> 2) & m2) << 4);
@@ -338,7 +334,7 @@ static inline __m128i q3k_scales(const uint8_t *s) {
 }
 /* The eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K/Q5_K block. */
 static inline __m128i k4_scales_mins(const uint8_t *s) {
-    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    uint32_t a = tokd_ld_u32(s), b = tokd_ld_u32(s + 4), c = tokd_ld_u32(s + 8);
     const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
     uint32_t sc_lo = a & m6, m_lo = b & m6;
     uint32_t sc_hi = (c & m4) | (((a >> 6) & m2) << 4);

@@ -6,15 +6,11 @@
 
 #include "kernels/packed.h"
 #include "kernels/quants.h"
+#include "kernels/unaligned.h"
 
-static inline uint32_t ld32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 /* The 16 six-bit scales of a Q3_K block, minus 32, as 16 bytes. */
 static inline __m128i q3k_scales(const uint8_t *s) {
-    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    uint32_t a = tokd_ld_u32(s), b = tokd_ld_u32(s + 4), c = tokd_ld_u32(s + 8);
     const uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
     uint32_t w0 = (a & m4) | ((c & m2) << 4);
     uint32_t w1 = (b & m4) | (((c >> 2) & m2) << 4);
@@ -24,7 +20,7 @@ static inline __m128i q3k_scales(const uint8_t *s) {
 }
 /* The eight 6-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K/Q5_K block. */
 static inline __m128i k4_scales_mins(const uint8_t *s) {
-    uint32_t a = ld32(s), b = ld32(s + 4), c = ld32(s + 8);
+    uint32_t a = tokd_ld_u32(s), b = tokd_ld_u32(s + 4), c = tokd_ld_u32(s + 8);
     const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
     uint32_t sc_lo = a & m6, m_lo = b & m6;
     uint32_t sc_hi = (c & m4) | (((a >> 6) & m2) << 4);

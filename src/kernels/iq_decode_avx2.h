@@ -15,6 +15,7 @@
 
 #include "kernels/iq_grids.h"
 #include "kernels/quants.h"
+#include "kernels/unaligned.h"
 
 #define A2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE static inline __attribute__((always_inline))
@@ -23,16 +24,6 @@
  * a vzeroupper and reloaded constants) */
 A2 INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
-static inline uint64_t rd64(const void *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-static inline uint32_t rd32(const void *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 /* Four 8-byte values (grid rows, sign tables) as 32 bytes, the first lowest. */
 A2 INLINE __m256i four64(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
@@ -79,9 +70,9 @@ typedef struct {
 
 A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib, __m256i ls16) {
     const uint8_t *q = x->qs + 8 * ib;
-    const uint32_t a = rd32(q + 4);
-    return (iq_sub){four64(rd64(tokd_iq2xxs_grid[q[0]]), rd64(tokd_iq2xxs_grid[q[1]]), rd64(tokd_iq2xxs_grid[q[2]]),
-                           rd64(tokd_iq2xxs_grid[q[3]])),
+    const uint32_t a = tokd_ld_u32(q + 4);
+    return (iq_sub){four64(tokd_ld_u64(tokd_iq2xxs_grid[q[0]]), tokd_ld_u64(tokd_iq2xxs_grid[q[1]]), tokd_ld_u64(tokd_iq2xxs_grid[q[2]]),
+                           tokd_ld_u64(tokd_iq2xxs_grid[q[3]])),
                     four64(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
                            tokd_iq_sign8_7[(a >> 21) & 127]),
                     _mm256_set1_epi16((short)(2 * (a >> 28) + 1))};
@@ -89,8 +80,8 @@ A2 INLINE iq_sub iq2_xxs_sub(const tokd_block_iq2_xxs *x, int ib, __m256i ls16) 
 A2 INLINE iq_sub iq2_xs_sub(const tokd_block_iq2_xs *x, int ib, __m256i ls16) {
     uint16_t q[4];
     memcpy(q, x->qs + 8 * ib, 8);
-    return (iq_sub){four64(rd64(tokd_iq2xs_grid[q[0] & 511]), rd64(tokd_iq2xs_grid[q[1] & 511]), rd64(tokd_iq2xs_grid[q[2] & 511]),
-                           rd64(tokd_iq2xs_grid[q[3] & 511])),
+    return (iq_sub){four64(tokd_ld_u64(tokd_iq2xs_grid[q[0] & 511]), tokd_ld_u64(tokd_iq2xs_grid[q[1] & 511]), tokd_ld_u64(tokd_iq2xs_grid[q[2] & 511]),
+                           tokd_ld_u64(tokd_iq2xs_grid[q[3] & 511])),
                     four64(tokd_iq_sign8_7[q[0] >> 9], tokd_iq_sign8_7[q[1] >> 9], tokd_iq_sign8_7[q[2] >> 9], tokd_iq_sign8_7[q[3] >> 9]),
                     pick_halves(ls16, ib)};
 }
@@ -99,16 +90,16 @@ A2 INLINE iq_sub iq2_s_sub(const tokd_block_iq2_s *x, int ib, __m256i ls16) {
        compiled (h >> 2k & 3) << 8 as three: IQ2_S 18.4 -> 17.1 ns a super-block) */
     const uint8_t *q = x->qs + 4 * ib;
     const int h = x->qh[ib];
-    return (iq_sub){four64(rd64(tokd_iq2s_grid[q[0] | ((h << 8) & 0x300)]), rd64(tokd_iq2s_grid[q[1] | ((h << 6) & 0x300)]),
-                           rd64(tokd_iq2s_grid[q[2] | ((h << 4) & 0x300)]), rd64(tokd_iq2s_grid[q[3] | ((h << 2) & 0x300)])),
-                    sign_vector(rd32(x->qs + 32 + 4 * ib)), pick_halves(ls16, ib)};
+    return (iq_sub){four64(tokd_ld_u64(tokd_iq2s_grid[q[0] | ((h << 8) & 0x300)]), tokd_ld_u64(tokd_iq2s_grid[q[1] | ((h << 6) & 0x300)]),
+                           tokd_ld_u64(tokd_iq2s_grid[q[2] | ((h << 4) & 0x300)]), tokd_ld_u64(tokd_iq2s_grid[q[3] | ((h << 2) & 0x300)])),
+                    sign_vector(tokd_ld_u32(x->qs + 32 + 4 * ib)), pick_halves(ls16, ib)};
 }
 A2 INLINE iq_sub iq3_xxs_sub(const tokd_block_iq3_xxs *x, int ib, __m256i ls16) {
-    const uint32_t a = rd32(x->qs + 64 + 4 * ib);
+    const uint32_t a = tokd_ld_u32(x->qs + 64 + 4 * ib);
     const uint8_t *q = x->qs + 8 * ib;
-    const __m256i mag = _mm256_set_epi32((int)rd32(tokd_iq3xxs_grid[q[7]]), (int)rd32(tokd_iq3xxs_grid[q[6]]), (int)rd32(tokd_iq3xxs_grid[q[5]]),
-                                         (int)rd32(tokd_iq3xxs_grid[q[4]]), (int)rd32(tokd_iq3xxs_grid[q[3]]), (int)rd32(tokd_iq3xxs_grid[q[2]]),
-                                         (int)rd32(tokd_iq3xxs_grid[q[1]]), (int)rd32(tokd_iq3xxs_grid[q[0]]));
+    const __m256i mag = _mm256_set_epi32((int)tokd_ld_u32(tokd_iq3xxs_grid[q[7]]), (int)tokd_ld_u32(tokd_iq3xxs_grid[q[6]]), (int)tokd_ld_u32(tokd_iq3xxs_grid[q[5]]),
+                                         (int)tokd_ld_u32(tokd_iq3xxs_grid[q[4]]), (int)tokd_ld_u32(tokd_iq3xxs_grid[q[3]]), (int)tokd_ld_u32(tokd_iq3xxs_grid[q[2]]),
+                                         (int)tokd_ld_u32(tokd_iq3xxs_grid[q[1]]), (int)tokd_ld_u32(tokd_iq3xxs_grid[q[0]]));
     return (iq_sub){mag,
                     four64(tokd_iq_sign8_7[a & 127], tokd_iq_sign8_7[(a >> 7) & 127], tokd_iq_sign8_7[(a >> 14) & 127],
                            tokd_iq_sign8_7[(a >> 21) & 127]),
@@ -119,7 +110,7 @@ A2 INLINE iq_sub iq3_s_sub(const tokd_block_iq3_s *x, int ib, __m256i ls16) {
     const __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(x->qs + 8 * ib)));
     const __m256i hi = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(x->qh[ib]), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
                                         _mm256_set1_epi32(256));
-    return (iq_sub){rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(rd32(x->signs + 4 * ib)), pick_halves(ls16, ib)};
+    return (iq_sub){rows4(tokd_iq3s_grid, _mm256_or_si256(lo, hi)), sign_vector(tokd_ld_u32(x->signs + 4 * ib)), pick_halves(ls16, ib)};
 }
 
 /* IQ1: coordinates -1, 0, 1, each group of 8 shifted by +-1/8. The decoders give
@@ -133,7 +124,7 @@ A2 INLINE iq_sub iq1_sub(__m256i c, __m256i shift_bytes, __m256i sc) {
     return (iq_sub){_mm256_abs_epi8(w), w, sc};
 }
 A2 INLINE __m256i iq1_rows(int i0, int i1, int i2, int i3) {
-    return four64(rd64(tokd_iq1s_grid[i0]), rd64(tokd_iq1s_grid[i1]), rd64(tokd_iq1s_grid[i2]), rd64(tokd_iq1s_grid[i3]));
+    return four64(tokd_ld_u64(tokd_iq1s_grid[i0]), tokd_ld_u64(tokd_iq1s_grid[i1]), tokd_ld_u64(tokd_iq1s_grid[i2]), tokd_ld_u64(tokd_iq1s_grid[i3]));
 }
 A2 INLINE iq_sub iq1_s_sub(const tokd_block_iq1_s *x, int ib, __m256i ls16) {
     const uint8_t *q = x->qs + 4 * ib;
@@ -160,7 +151,7 @@ A2 INLINE __m256i iq2_xxs_scales(const tokd_block_iq2_xxs *x) { (void)x; return 
 A2 INLINE __m256i iq3_xxs_scales(const tokd_block_iq3_xxs *x) { (void)x; return _mm256_setzero_si256(); }
 A2 INLINE __m256i iq1_s_scales(const tokd_block_iq1_s *x) { (void)x; return _mm256_setzero_si256(); }
 A2 INLINE __m256i iq1_m_scales(const tokd_block_iq1_m *x) { /* half h: bits 3(h%4).. of word h/4 */
-    const uint64_t w = rd64(x->scales);
+    const uint64_t w = tokd_ld_u64(x->scales);
     uint8_t ls[16];
     for (int h = 0; h < 16; h++) ls[h] = (uint8_t)(2 * ((w >> (16 * (h / 4) + 3 * (h % 4))) & 7) + 1);
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ls));
@@ -168,7 +159,7 @@ A2 INLINE __m256i iq1_m_scales(const tokd_block_iq1_m *x) { /* half h: bits 3(h%
 A2 INLINE __m256i iq2_xs_scales(const tokd_block_iq2_xs *x) { return nibble_scales(x->scales); }
 A2 INLINE __m256i iq2_s_scales(const tokd_block_iq2_s *x) { return nibble_scales(x->scales); }
 A2 INLINE __m256i iq3_s_scales(const tokd_block_iq3_s *x) { /* one nibble a sub-block, for both its halves */
-    const __m128i v = _mm_cvtsi32_si128((int)rd32(x->scales)), m = _mm_set1_epi8(15);
+    const __m128i v = _mm_cvtsi32_si128((int)tokd_ld_u32(x->scales)), m = _mm_set1_epi8(15);
     const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
     const __m128i d = _mm_unpacklo_epi8(n, n);
     return _mm256_broadcastsi128_si256(_mm_add_epi8(_mm_add_epi8(d, d), _mm_set1_epi8(1)));

@@ -103,23 +103,12 @@
 #include <string.h>
 
 #include "kernels/page_prime.h"
+#include "kernels/unaligned.h"
 
 #define TOKD_PACK_ROWS 16
 /* prep's bias for Q4_1 and Q5_1: the block's s (a float) in place of a correction (below) */
 #define TOKD_PK_BIAS_S INT32_MIN
 
-/* Unaligned loads from a prepared activation row (quants in groups of four, float
- * scales, int32 corrections), for the SIMD kernels. */
-static inline int32_t tokd_pk_ld_i32(const uint8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static inline float tokd_pk_ld_f32(const uint8_t *p) {
-    float v;
-    memcpy(&v, p, 4);
-    return v;
-}
 
 /* Where block b (of nb, block_bytes each) of a packed 32-weight group keeps its 16 scales
  * and its vectors (above). */

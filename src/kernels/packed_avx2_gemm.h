@@ -63,8 +63,8 @@ PK_TARGET INLINE void PK_NAME(mins_fold)(int R, int n_pairs, const __m256i *mp, 
         const uint8_t *a = a0 + (size_t)r * as;
         __m256i summ = _mm256_setzero_si256();
         for (int i = 0; i < n_pairs; i++)
-            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp[i], _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i))));
-        const __m256 dy = _mm256_set1_ps(tokd_pk_ld_f32(a + 256));
+            summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mp[i], _mm256_set1_epi32(tokd_ld_i32(a + 260 + 4 * i))));
+        const __m256 dy = _mm256_set1_ps(tokd_ld_f32(a + 256));
         const __m256 d = _mm256_mul_ps(dx, dy), dm = _mm256_mul_ps(dmx, dy);
         const __m256 term = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])),
                                           _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ)));
@@ -110,23 +110,23 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as, *q = a + b * 32;
-                __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
+                __m256i s = _mm256_set1_epi32(tokd_ld_i32(a + corr_off + 4 * b)), t = _mm256_setzero_si256();
                 if (!PK_VNNI) { /* int16 sums (padd): nibbles' eight steps fit, 5-bit values' four */
                     __m256i p = _mm256_setzero_si256(), p2 = p;
 #pragma GCC unroll 4
                     for (int g = 0; g < 4; g++) {
-                        p = PK_NAME(padd)(p, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
-                        p2 = PK_NAME(padd)(p2, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                        p = PK_NAME(padd)(p, lo[g], _mm256_set1_epi32(tokd_ld_i32(q + 4 * g)));
+                        p2 = PK_NAME(padd)(p2, hi[g], _mm256_set1_epi32(tokd_ld_i32(q + 4 * g + 16)));
                     }
                     t = q5 ? _mm256_add_epi32(PK_NAME(pairs32)(p), PK_NAME(pairs32)(p2)) : PK_NAME(pairs32)(_mm256_add_epi16(p, p2));
                 } else {
 #pragma GCC unroll 4
                     for (int g = 0; g < 4; g++) {
-                        s = PK_NAME(dp4)(s, lo[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g)));
-                        t = PK_NAME(dp4)(t, hi[g], _mm256_set1_epi32(tokd_pk_ld_i32(q + 4 * g + 16)));
+                        s = PK_NAME(dp4)(s, lo[g], _mm256_set1_epi32(tokd_ld_i32(q + 4 * g)));
+                        t = PK_NAME(dp4)(t, hi[g], _mm256_set1_epi32(tokd_ld_i32(q + 4 * g + 16)));
                     }
                 }
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(a + dy_off + 4 * b)));
                 acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, t)), acc[r][h]);
             }
         }
@@ -159,7 +159,7 @@ PK_TARGET INLINE void PK_NAME(rows_step)(int R, int int32_sums, __m256i p[2][MAX
                                          size_t as, int g) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
+        const __m256i a = _mm256_set1_epi32(tokd_ld_i32(ab + (size_t)r * as + 4 * (g & 3) + 16 * (g >> 2)));
         if (int32_sums) {
             p[0][r] = PK_NAME(dp4)(p[0][r], u[0], a);
             p[1][r] = PK_NAME(dp4)(p[1][r], u[1], a);
@@ -207,8 +207,8 @@ PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, cons
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as;
-                const __m256i s = _mm256_set1_epi32(tokd_pk_ld_i32(a + corr_off + 4 * b));
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                const __m256i s = _mm256_set1_epi32(tokd_ld_i32(a + corr_off + 4 * b));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(a + dy_off + 4 * b)));
                 acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s, PK_NAME(pairs32)(p[h][r]))), acc[h][r]);
             }
         }
@@ -275,9 +275,9 @@ PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as;
                 const __m256i isum = PK_VNNI ? p[h][r] : _mm256_add_epi32(s32[h][r], PK_NAME(pairs32)(p[h][r]));
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(a + dy_off + 4 * b)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(a + dy_off + 4 * b)));
                 acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[h][r]);
-                acc[h][r] = _mm256_fmadd_ps(mx, _mm256_set1_ps(tokd_pk_ld_f32(a + sy_off + 4 * b)), acc[h][r]);
+                acc[h][r] = _mm256_fmadd_ps(mx, _mm256_set1_ps(tokd_ld_f32(a + sy_off + 4 * b)), acc[h][r]);
             }
         }
     }
@@ -377,7 +377,7 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
                 __m256i p = _mm256_setzero_si256(), s = p;
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
-                    p = PK_NAME(padd)(p, u[t], _mm256_set1_epi32(tokd_pk_ld_i32(a + 4 * t)));
+                    p = PK_NAME(padd)(p, u[t], _mm256_set1_epi32(tokd_ld_i32(a + 4 * t)));
                     if (q5 && t == 3) { /* 5-bit values: four steps' sums at a time */
                         s = _mm256_madd_epi16(p, scw);
                         p = _mm256_setzero_si256();
@@ -398,8 +398,8 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
             PK_NAME(k4_groups)(q5, c, t, q, qh, &lo, &hi);
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
-                p0[r] = PK_NAME(padd)(p0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
-                p1[r] = PK_NAME(padd)(p1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
+                p0[r] = PK_NAME(padd)(p0[r], lo, _mm256_set1_epi32(tokd_ld_i32(a)));
+                p1[r] = PK_NAME(padd)(p1[r], hi, _mm256_set1_epi32(tokd_ld_i32(a + 32)));
                 PK_PIN(p0[r], p1[r]);
                 if (q5 && t == 3) { /* scale (in both int16 halves) times each pair sum, summed */
                     s0[r] = _mm256_madd_epi16(p0[r], sc0w);
@@ -420,8 +420,8 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
         PK_NAME(k4_groups)(q5, c, t, q, qh, &lo, &hi);
         for (int r = 0; r < R; r++) {
             const uint8_t *a = act + (size_t)r * as + 64 * c + 4 * t;
-            s0[r] = PK_NAME(dp4)(s0[r], lo, _mm256_set1_epi32(tokd_pk_ld_i32(a)));
-            s1[r] = PK_NAME(dp4)(s1[r], hi, _mm256_set1_epi32(tokd_pk_ld_i32(a + 32)));
+            s0[r] = PK_NAME(dp4)(s0[r], lo, _mm256_set1_epi32(tokd_ld_i32(a)));
+            s1[r] = PK_NAME(dp4)(s1[r], hi, _mm256_set1_epi32(tokd_ld_i32(a + 32)));
         }
     }
     for (int r = 0; r < R; r++) { /* sub-block 2c's term, then 2c+1's, as the j order */
@@ -528,7 +528,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
                     }
 #pragma GCC unroll 4
                     for (int r = 0; r < R; r++) {
-                        const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(ab + (size_t)r * as + 64 * c + 32 * sub + 4 * t));
+                        const __m256i a = _mm256_set1_epi32(tokd_ld_i32(ab + (size_t)r * as + 64 * c + 32 * sub + 4 * t));
                         p[0][r] = PK_NAME(padd)(p[0][r], u[0], a);
                         p[1][r] = PK_NAME(padd)(p[1][r], u[1], a);
                         PK_PIN(p[0][r], p[1][r]);
@@ -665,8 +665,8 @@ PK_TARGET INLINE __m256i PK_NAME(k16_sum)(int kind, const __m256i *u, const __m2
 /* Activation row a's four groups of sub-block j, broadcast, and its correction. */
 PK_TARGET INLINE __m256i PK_NAME(k16_act)(int kind, const uint8_t *a, int j, __m256i *g) {
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) g[k] = _mm256_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4 * k));
-    return kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+    for (int k = 0; k < 4; k++) g[k] = _mm256_set1_epi32(tokd_ld_i32(a + 16 * j + 4 * k));
+    return kind == K16_Q2 ? _mm256_setzero_si256() : _mm256_set1_epi32(tokd_ld_i32(a + 260 + 4 * j));
 }
 /* Sub-block j's scales of rows 8h..8h+7 (sc: this half's scale bytes). */
 PK_TARGET INLINE __m256i PK_NAME(k16_scales)(int kind, const uint8_t *sc, int j) {
@@ -690,7 +690,7 @@ PK_TARGET INLINE void PK_NAME(k16_float)(int kind, int h, const uint8_t *wb, con
         PK_NAME(mins_fold)(R, 8, mp, isum, dx, dmx, ab, as, acc);
     } else {
         for (int r = 0; r < R; r++) {
-            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(ab + (size_t)r * as + 256)));
+            const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(ab + (size_t)r * as + 256)));
             acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(d, _mm256_cvtepi32_ps(isum[r])));
         }
     }
@@ -867,7 +867,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, cons
             }
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                const __m256i a = _mm256_set1_epi32(tokd_pk_ld_i32(act + (size_t)r * as + b * 32 + 4 * g));
+                const __m256i a = _mm256_set1_epi32(tokd_ld_i32(act + (size_t)r * as + b * 32 + 4 * g));
                 s[0][r] = PK_NAME(dp4)(s[0][r], u[0], _mm256_sign_epi8(a, v[0]));
                 s[1][r] = PK_NAME(dp4)(s[1][r], u[1], _mm256_sign_epi8(a, v[1]));
                 PK_PIN(s[0][r], s[1][r]);
@@ -879,7 +879,7 @@ PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, cons
             const __m256 dx = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sc + 16 * h)));
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
                 acc[h][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s[h][r]), acc[h][r]);
             }
         }
@@ -914,13 +914,13 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(qv + 64 * g + 32 * h));
                 const __m256i u = _mm256_sign_epi8(v, v);
                 for (int r = 0; r < R; r++) {
-                    const __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(tokd_pk_ld_i32(act + (size_t)r * as + b * 32 + 4 * g)), v);
+                    const __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(tokd_ld_i32(act + (size_t)r * as + b * 32 + 4 * g)), v);
                     if (g & 1) t[r] = PK_NAME(dp4)(t[r], u, a);
                     else s[r] = PK_NAME(dp4)(s[r], u, a);
                 }
             }
             for (int r = 0; r < R; r++) {
-                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_pk_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
+                const __m256 d = _mm256_mul_ps(dx, _mm256_set1_ps(tokd_ld_f32(act + (size_t)r * as + dy_off + 4 * b)));
                 acc[r][h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(s[r], t[r])), acc[r][h]);
             }
         }

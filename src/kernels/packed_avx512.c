@@ -144,10 +144,10 @@ TGT INLINE __m512 block_mins(int kind, const uint8_t *w, int64_t b, size_t block
 TGT INLINE __m512 block_row(int kind, const __m512i wv[8], __m512 dx, __m512 mx, const uint8_t *a, int64_t b, int64_t nb,
                             __m512 acc) {
     /* the prepared row's last words: the corrections, or (min kinds) each block's s */
-    const __m512i s = block_sum(wv, a + b * 32, PK_MINS(kind) ? 0 : tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
-    const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
+    const __m512i s = block_sum(wv, a + b * 32, PK_MINS(kind) ? 0 : tokd_ld_i32(a + (size_t)nb * 36 + 4 * b));
+    const __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_ld_f32(a + (size_t)nb * 32 + 4 * b)));
     acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
-    if (PK_MINS(kind)) acc = _mm512_fmadd_ps(mx, _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 36 + 4 * b)), acc);
+    if (PK_MINS(kind)) acc = _mm512_fmadd_ps(mx, _mm512_set1_ps(tokd_ld_f32(a + (size_t)nb * 36 + 4 * b)), acc);
     return acc;
 }
 
@@ -212,8 +212,8 @@ TGT INLINE __m512 decode_block(int kind, const __m512i *raw, __m256i sc, __m256i
     if (PK_MINS(kind)) return block_row(kind, wv, _mm512_cvtph_ps(sc), _mm512_cvtph_ps(mc), a, b, nb, acc);
     if (kind == PK_IQ4_XS) /* sc: the d, mc: the block scales */
         return block_row(kind, wv, iq4_xs_scales(sc, _mm256_castsi256_si128(mc)), _mm512_setzero_ps(), a, b, nb, acc);
-    const __m512i s = block_sum(wv, a + b * 32, tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b));
-    const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(sc), _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b)));
+    const __m512i s = block_sum(wv, a + b * 32, tokd_ld_i32(a + (size_t)nb * 36 + 4 * b));
+    const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(sc), _mm512_set1_ps(tokd_ld_f32(a + (size_t)nb * 32 + 4 * b)));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc);
 }
 
@@ -266,19 +266,19 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
         tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, bb);
         for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
         const __m512i sc = load_once(w);
-        const int32_t corr = tokd_pk_ld_i32(a + (size_t)nb * 36 + 4 * b);
+        const int32_t corr = tokd_ld_i32(a + (size_t)nb * 36 + 4 * b);
         __m512i s0 = _mm512_set1_epi32(corr), s1 = s0, t0 = _mm512_setzero_si512(), t1 = t0;
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             const __m512i v0 = load_once(w + 64 + 64 * c), v1 = load_once(w + 320 + 64 * c);
-            const __m512i lo = _mm512_set1_epi32(tokd_pk_ld_i32(a + b * 32 + 4 * c));
-            const __m512i hi = _mm512_set1_epi32(tokd_pk_ld_i32(a + b * 32 + 4 * c + 16));
+            const __m512i lo = _mm512_set1_epi32(tokd_ld_i32(a + b * 32 + 4 * c));
+            const __m512i hi = _mm512_set1_epi32(tokd_ld_i32(a + b * 32 + 4 * c + 16));
             s0 = _mm512_dpbusd_epi32(s0, _mm512_and_si512(v0, m4), lo);
             t0 = _mm512_dpbusd_epi32(t0, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4), hi);
             s1 = _mm512_dpbusd_epi32(s1, _mm512_and_si512(v1, m4), lo);
             t1 = _mm512_dpbusd_epi32(t1, _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4), hi);
         }
-        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + (size_t)nb * 32 + 4 * b));
+        const __m512 dy = _mm512_set1_ps(tokd_ld_f32(a + (size_t)nb * 32 + 4 * b));
         const __m512 d0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(sc)), dy);
         const __m512 d1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(sc, 1)), dy);
         acc0 = _mm512_fmadd_ps(d0, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, t0)), acc0);
@@ -507,8 +507,8 @@ TGT INLINE void mins_fold(int R, int n_pairs, const __m512i *mp, const __m512i *
         const uint8_t *a = a0 + (size_t)r * as;
         __m512i summ = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int i = 0; i < n_pairs; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * i)));
-        const __m512 dy = _mm512_set1_ps(tokd_pk_ld_f32(a + 256));
+        for (int i = 0; i < n_pairs; i++) summ = _mm512_dpwssd_epi32(summ, mp[i], _mm512_set1_epi32(tokd_ld_i32(a + 260 + 4 * i)));
+        const __m512 dy = _mm512_set1_ps(tokd_ld_f32(a + 256));
         __m512 d = _mm512_mul_ps(dx, dy), dm = _mm512_mul_ps(dmx, dy);
         __m512 term = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])), _mm512_mul_ps(dm, _mm512_cvtepi32_ps(summ)));
         acc[r] = _mm512_add_ps(acc[r], term);
@@ -618,12 +618,12 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                __m512i s = kind == K16_Q2 ? _mm512_setzero_si512() : _mm512_set1_epi32(tokd_pk_ld_i32(a + 260 + 4 * j));
+                __m512i s = kind == K16_Q2 ? _mm512_setzero_si512() : _mm512_set1_epi32(tokd_ld_i32(a + 260 + 4 * j));
                 /* intrinsics here: with dpbusd_bcast this loop ran ~11 % slower in L2 */
-                s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j)));
-                s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 4)));
-                s = _mm512_dpbusd_epi32(s, u2, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 8)));
-                s = _mm512_dpbusd_epi32(s, u3, _mm512_set1_epi32(tokd_pk_ld_i32(a + 16 * j + 12)));
+                s = _mm512_dpbusd_epi32(s, u0, _mm512_set1_epi32(tokd_ld_i32(a + 16 * j)));
+                s = _mm512_dpbusd_epi32(s, u1, _mm512_set1_epi32(tokd_ld_i32(a + 16 * j + 4)));
+                s = _mm512_dpbusd_epi32(s, u2, _mm512_set1_epi32(tokd_ld_i32(a + 16 * j + 8)));
+                s = _mm512_dpbusd_epi32(s, u3, _mm512_set1_epi32(tokd_ld_i32(a + 16 * j + 12)));
                 isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s, scj));
             }
         }
@@ -643,7 +643,7 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) {
                 const uint8_t *a = act + (size_t)r * as + (size_t)b * Q6K_ACT;
-                __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_pk_ld_f32(a + 256)));
+                __m512 d = _mm512_mul_ps(dx, _mm512_set1_ps(tokd_ld_f32(a + 256)));
                 acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[r])));
             }
         }

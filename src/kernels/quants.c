@@ -13,6 +13,7 @@
  *     t = d*sumi (- dmin*summ), added in super-block order into one float.
  * No fused multiply-add is used anywhere, so every path rounds the same way. */
 #include "kernels/quants.h"
+#include "kernels/unaligned.h"
 
 #include <math.h>
 #include <string.h>
@@ -135,16 +136,11 @@ void tokd_q4_1_from_float(const float *src, void *dst, int64_t n) {
 }
 
 /* ---- Q5_0: x = d * (q - 16), q 5 bits ---- */
-static inline uint32_t load_u32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
 void tokd_q5_0_to_float(const void *src, float *dst, int64_t n) {
     const tokd_block_q5_0 *x = src;
     for (int64_t b = 0; b < n / TOKD_QK; b++, dst += TOKD_QK) {
         float d = h2f(x[b].d);
-        uint32_t qh = load_u32(x[b].qh);
+        uint32_t qh = tokd_ld_u32(x[b].qh);
         for (int j = 0; j < 16; j++) {
             int lo = (x[b].qs[j] & 0xF) | (int)(((qh >> j) & 1) << 4);
             int hi = (x[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
@@ -178,7 +174,7 @@ void tokd_q5_1_to_float(const void *src, float *dst, int64_t n) {
     const tokd_block_q5_1 *x = src;
     for (int64_t b = 0; b < n / TOKD_QK; b++, dst += TOKD_QK) {
         float d = h2f(x[b].d), m = h2f(x[b].m);
-        uint32_t qh = load_u32(x[b].qh);
+        uint32_t qh = tokd_ld_u32(x[b].qh);
         for (int j = 0; j < 16; j++) {
             int lo = (x[b].qs[j] & 0xF) | (int)(((qh >> j) & 1) << 4);
             int hi = (x[b].qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);

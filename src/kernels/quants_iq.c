@@ -54,7 +54,6 @@ typedef struct {
 } iq_super;
 
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static inline uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* n coordinates of a grid row, negated where the sign byte's bits (from bit `bit`) say */
 static inline void put_signed(int8_t *c, const uint8_t *row, int n, uint8_t signs, int bit) {
@@ -69,7 +68,7 @@ static void decode_iq2_xxs(const void *blk, iq_super *s) {
     s->d = tokd_f16_to_f32(x->d);
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *q = x->qs + 8 * ib;
-        const uint32_t a = rd32(q + 4);
+        const uint32_t a = tokd_load_u32le(q + 4);
         for (int l = 0; l < 4; l++) put_signed(s->c + 32 * ib + 8 * l, tokd_iq2xxs_grid[q[l]], 8, tokd_iq_signs[(a >> 7 * l) & 127], 0);
         put_scales(s, ib, (int)(a >> 28), (int)(a >> 28));
     }
@@ -101,7 +100,7 @@ static void decode_iq3_xxs(const void *blk, iq_super *s) {
     s->d = tokd_f16_to_f32(x->d);
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *q = x->qs + 8 * ib;
-        const uint32_t a = rd32(x->qs + 64 + 4 * ib);
+        const uint32_t a = tokd_load_u32le(x->qs + 64 + 4 * ib);
         for (int l = 0; l < 4; l++) {
             const uint8_t signs = tokd_iq_signs[(a >> 7 * l) & 127];
             put_signed(s->c + 32 * ib + 8 * l, tokd_iq3xxs_grid[q[2 * l]], 4, signs, 0);
