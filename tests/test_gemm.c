@@ -113,27 +113,27 @@ static void check_type(uint32_t id) {
 }
 
 /* Every gemm kernel of a grid type that this CPU can run, whichever is selected: AVX2,
- * AVX-512 (chosen where the CPU has no VNNI) and AVX-512 VNNI. */
+ * AVX-512 (chosen where the CPU has no VNNI), AVX-VNNI, AVX-512 VNNI, and IQ3_XXS's
+ * AVX-512 VNNI form with its tiles unpacked by VBMI. */
 #define IQ_VARIANTS(T)                                                                                       \
-    {tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni}
+    {tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avxvnni, tokd_##T##_gemm_avx512vnni}
 static void check_grid_type(uint32_t id) {
     static const struct {
         uint32_t id;
-        tokd_gemm_fn f[3];
+        tokd_gemm_fn f[4];
     } v[] = {{GGML_TYPE_IQ2_XXS, IQ_VARIANTS(iq2_xxs)}, {GGML_TYPE_IQ2_XS, IQ_VARIANTS(iq2_xs)},
              {GGML_TYPE_IQ2_S, IQ_VARIANTS(iq2_s)},     {GGML_TYPE_IQ3_XXS, IQ_VARIANTS(iq3_xxs)},
              {GGML_TYPE_IQ3_S, IQ_VARIANTS(iq3_s)},     {GGML_TYPE_IQ1_S, IQ_VARIANTS(iq1_s)},
              {GGML_TYPE_IQ1_M, IQ_VARIANTS(iq1_m)}};
     const tokd_cpu_features *cpu = tokd_cpu();
-    const int vnni = cpu->avx2 && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni;
-    const int can[4] = {cpu->avx2 && cpu->fma && cpu->f16c, cpu->avx2 && cpu->avx512bw && cpu->avx512vl, vnni,
-                        vnni && cpu->avx512vbmi};
-    static const char *const label[4] = {"avx2", "avx512", "avx512vnni", "avx512vbmi"};
+    const int avx2 = cpu->avx2 && cpu->fma && cpu->f16c;
+    const int vnni = avx2 && cpu->avx512bw && cpu->avx512vl && cpu->avx512vnni;
+    const int can[5] = {avx2, avx2 && cpu->avx512bw && cpu->avx512vl, avx2 && cpu->avxvnni, vnni, vnni && cpu->avx512vbmi};
+    static const char *const label[5] = {"avx2", "avx512", "avxvnni", "avx512vnni", "avx512vbmi"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i].id == id)
-            for (int k = 0; k < 4; k++) {
-                /* the fourth: IQ3_XXS's VNNI gemm with its tiles unpacked by VBMI */
-                const tokd_gemm_fn f = k < 3 ? v[i].f[k] : id == GGML_TYPE_IQ3_XXS ? tokd_iq3_xxs_gemm_avx512vbmi : NULL;
+            for (int k = 0; k < 5; k++) {
+                const tokd_gemm_fn f = k < 4 ? v[i].f[k] : id == GGML_TYPE_IQ3_XXS ? tokd_iq3_xxs_gemm_avx512vbmi : NULL;
                 if (!f) continue;
                 if (!can[k]) {
                     printf("%s: no %s on this CPU, its gemm not checked\n", tokd_type_get(id)->name, label[k]);

@@ -361,11 +361,14 @@ void tokd_iq3_xxs_unpack_avx512vbmi(const void *blk, uint8_t w[256], int32_t ls[
 /* their gemm's activation rows: Q8_K with 128 added to each quant, 64-byte multiples */
 size_t tokd_iq_gemm_act_bytes(int64_t K);
 void tokd_iq_gemm_prep(const float *x, void *dst, int64_t K);
-/* gemm_iq_avx512.c: their gemm on AVX-512 VNNI, sixteen weight rows a vector; its
- * activation rows are plain Q8_K (tokd_iq_gemm_prep_vnni), tokd_iq_gemm_act_bytes each */
+/* gemm_iq_avx512.c and gemm_iq_avxvnni.c: their gemm on AVX-512 VNNI, sixteen weight
+ * rows a vector, and on AVX-VNNI, eight; its activation rows are plain Q8_K
+ * (tokd_iq_gemm_prep_vnni), tokd_iq_gemm_act_bytes each */
 #define TOKD_GEMM_IQ_VNNI(T)                                                                                   \
     void tokd_##T##_gemm_avx512vnni(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act, \
-                                    size_t as, float *y, int64_t ldy);
+                                    size_t as, float *y, int64_t ldy);                                         \
+    void tokd_##T##_gemm_avxvnni(int64_t K, int64_t nw, const void *w, size_t ws, int64_t na, const void *act,   \
+                                 size_t as, float *y, int64_t ldy);
 TOKD_GEMM_IQ_VNNI(iq2_xxs) TOKD_GEMM_IQ_VNNI(iq2_xs) TOKD_GEMM_IQ_VNNI(iq2_s) TOKD_GEMM_IQ_VNNI(iq3_xxs)
 TOKD_GEMM_IQ_VNNI(iq3_s) TOKD_GEMM_IQ_VNNI(iq1_s) TOKD_GEMM_IQ_VNNI(iq1_m)
 #undef TOKD_GEMM_IQ_VNNI

@@ -168,22 +168,33 @@ static const simd_row simd_rows[] = {
  * IQ3_XXS 37.9-38.0 against 39.0) and win at 3 (61.7-62.1 against 54.1-54.5, 53.4-54.1
  * against 42.7-42.9); IQ2_XS tied at 2 rows (32.6-32.7 against 32.5-33.7, before the
  * tiles' transposes were unrolled) and won at 3 (46.7 against 33.1-34.0), IQ1_S won at 2
- * (30.7-35.1 against 25.8-25.9). */
-#define IQ_GEMM(ID, T, VNNI_MIN, VBMI)                                                                       \
-    {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avx512vnni, VBMI, VNNI_MIN}
+ * (30.7-35.1 against 25.8-25.9).
+ * The AVX-VNNI gemm (gemm_iq_avxvnni.c) serves CPUs with AVX-VNNI and no AVX-512 VNNI,
+ * from AVXVNNI_MIN rows, against the AVX2 one-row kernels there. `TOKD_KERNELS=avx2
+ * tokd bench -p 0 -n 16 -s 2,3 -t 1` on one core (fifty-sixth session): at 2 rows
+ * IQ1_S won (16.4-16.7 against 12.6 tok/s) and IQ2_XXS, IQ2_XS and IQ3_XXS tied
+ * (17.0-17.5 both; 14.0-14.8 against 15.0-15.6; 11.8 against 11.8-12.5); at 3 rows all
+ * won (IQ2_XXS 22.8-23.7 against 16.7-17.2, IQ2_XS 19.3-19.9 against 14.4-16.2). IQ2_S
+ * takes 3 and IQ3_S and IQ1_M 2, after their kernel-alone gains at 2 rows (1.23x, like
+ * IQ2_XS's 1.18x; 1.57x, like IQ1_S's 1.65x). */
+#define IQ_GEMM(ID, T, VNNI_MIN, AVXVNNI_MIN, VBMI)                                                          \
+    {ID, tokd_##T##_gemm_avx2, tokd_##T##_gemm_avx512, tokd_##T##_gemm_avxvnni, tokd_##T##_gemm_avx512vnni, VBMI, \
+     VNNI_MIN, AVXVNNI_MIN}
 static const struct {
     uint32_t id;
-    tokd_gemm_fn avx2, avx512, avx512vnni;
+    tokd_gemm_fn avx2, avx512;
+    tokd_gemm_fn avxvnni; /* the VNNI gemm at eight lanes (gemm_iq_avxvnni.c) */
+    tokd_gemm_fn avx512vnni;
     tokd_gemm_fn avx512vbmi; /* the VNNI gemm with its tiles unpacked by VBMI (IQ3_XXS only) */
-    int vnni_min_rows;
+    int vnni_min_rows, avxvnni_min_rows;
 } iq_gemms[] = {
-    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 3, NULL),
-    IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2, NULL),
-    IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2, NULL),
-    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 3, tokd_iq3_xxs_gemm_avx512vbmi),
-    IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2, NULL),
-    IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2, NULL),
-    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ2_XXS, iq2_xxs, 3, 3, NULL),
+    IQ_GEMM(GGML_TYPE_IQ2_XS, iq2_xs, 2, 3, NULL),
+    IQ_GEMM(GGML_TYPE_IQ2_S, iq2_s, 2, 3, NULL),
+    IQ_GEMM(GGML_TYPE_IQ3_XXS, iq3_xxs, 3, 3, tokd_iq3_xxs_gemm_avx512vbmi),
+    IQ_GEMM(GGML_TYPE_IQ3_S, iq3_s, 2, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ1_S, iq1_s, 2, 2, NULL),
+    IQ_GEMM(GGML_TYPE_IQ1_M, iq1_m, 2, 2, NULL),
 };
 #undef IQ_GEMM
 #define IQ_GEMM_MIN_ROWS 8
@@ -232,6 +243,7 @@ static void kernels_init_once(void) {
     bool avx2 = !scalar_only && cpu.avx2 && cpu.fma && cpu.f16c;
     bool avx512 = avx2 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl && !(force && strcmp(force, "avx2") == 0);
     bool vnni = avx512 && cpu.avx512vnni;
+    bool avxvnni = avx2 && cpu.avxvnni; /* vpdpbusd on 256-bit vectors (VEX) */
     bool gemm = vnni && cpu.avx512vbmi && !(force && strcmp(force, "nogemm") == 0);
     if (gemm) tokd_gemm_init();
     /* the VBMI grid kernels' controls, whenever the CPU could run them (tests call them
@@ -274,6 +286,11 @@ static void kernels_init_once(void) {
                     t->gemm_prep = tokd_iq_gemm_prep;
                     t->gemm_act_bytes = tokd_iq_gemm_act_bytes;
                     t->gemm_min_rows = IQ_GEMM_MIN_ROWS;
+                    if (avxvnni && !vnni) {
+                        t->gemm = iq_gemms[j].avxvnni;
+                        t->gemm_prep = tokd_iq_gemm_prep_vnni;
+                        t->gemm_min_rows = iq_gemms[j].avxvnni_min_rows;
+                    }
                     if (vnni) {
                         t->gemm = iq_gemms[j].avx512vnni;
                         t->gemm_prep = tokd_iq_gemm_prep_vnni;
