@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "engine.h"
+#include "server/http_lib.h"
 #include "server/server.h"
 
 static volatile sig_atomic_t g_stop;
@@ -73,6 +74,12 @@ int cmd_serve(int argc, char **argv) {
         tokd_buf_append(&b, "", 0);
         template_src = b.data;
         sp.chat_template = template_src;
+    }
+    /* the HTTP library before the model, so that a machine without it is told at once */
+    if (!tokd_http_lib_load(&err)) {
+        fprintf(stderr, "tokd serve: %s\n", err.msg);
+        free(template_src);
+        return 1;
     }
     tokd_model *m = tokd_model_load(model_path, &err);
     if (!m) {
