@@ -185,60 +185,34 @@ static inline __attribute__((always_inline)) void tokd_pk_prefetchnta_here(const
     __asm__ volatile("prefetchnta %0" : : "m"(*(const char *)p));
 }
 
-/* The K-quant kernels' prefetches, `dist` bytes ahead of super-block sb: both paths'
- * prefill, and the AVX-512 path's decode (the AVX2 decode spreads its own line
- * prefetches and primes no page; packed_avx2_gemm.h, k4_half and k16_decode, say why).
- * tokd_pk_kq_prefetch: every line at once, for prefill, and for the decode (R = 1) of
- * Q2_K and Q3_K (Q4_K, Q5_K and Q6_K spread theirs, below); decode also primes the page
- * beyond that window (page_prime.h). Without the hardware
- * prefetcher's help the K-quant kernels read at about half the probe's rate (no software
- * prefetch), so the per-line prefetches carry the stream, and a page primed ahead of them
- * starts it there early. Q4_K_M's decode products alone, two builds alternated in one
- * process (TinyLlama shape, 2 threads, medians of 7 rounds): 1.048 and 1.086 with the
- * priming, where identical builds read 1.035 and 1.037 (BENCHMARKS.md, twelfth session).
- * Priming 8 or 16 lines a page, or a page further on, or other per-line distances (4 KB,
- * 9 KB) measured no better. */
-static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint8_t *sb, size_t sb_bytes, size_t dist, int R) {
+/* The K-quant kernels' prefill prefetch (both paths): every line of super-block sb,
+ * `dist` bytes ahead, at once. Without it the K-quant kernels read at about half the
+ * probe's rate, so the per-line prefetches carry the stream. */
+static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint8_t *sb, size_t sb_bytes, size_t dist) {
     for (size_t l = 0; l < sb_bytes; l += 64) __builtin_prefetch(sb + dist + l, 0, 3);
-    if (R == 1) tokd_page_prime(sb + dist, sb_bytes);
 }
-/* AVX-512 Q4_K and Q5_K decode spread those line prefetches instead: quarter c of the
- * super-block's lines as the kernel loads quarter c of its nibbles (the page priming
- * stays at the super-block's start). One thread's contiguous Q4_K stream on the AVX-512
- * path, two builds alternated with the read probe (300 MB, two threads, medians of 15):
- * 1.070, 1.043 and 1.040 against the burst, where identical builds read 1.039, 0.983 and
- * 1.015; whole `tokd bench` tg runs alternated with the build before: Q4_K_M ahead in 8
- * of 8 pairs (+0.4 to +13 % tok/s), Q5_K_M in 3 of 3 (BENCHMARKS.md, thirteenth session).
- * Eighths (one per sub-block) read 0.93-0.95 against the burst, halves 0.98-1.05 against
- * quarters. Q6_K's tile lost with every split tried there (quarters and halves
- * 0.95-1.02, sixteenths 0.55-0.74); those splits were __builtin_prefetch in an unrolled
- * loop, which GCC may hoist back into a burst, as it did in the AVX2 Q6_K kernel. The
- * quarters are prefetchnta since the thirty-third session (TOKD_PK_DECODE_LINE_PF says
- * why): locality 0. */
-static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
-    const size_t l0 = (size_t)c * sb_bytes / 256, l1 = (size_t)(c + 1) * sb_bytes / 256;
-    for (size_t l = l0; l < l1; l++) __builtin_prefetch(sb + dist + 64 * l, 0, 0);
-}
-/* AVX-512 Q6_K decode spreads its line prefetches in quarters too, issued with
- * tokd_pk_prefetchnta_here (prefetcht0 before the thirty-third session) so that the
- * unrolled sub-block loop keeps them apart. On the Zen 5 host, its decode kernel
- * streaming 512 MB on two threads, alternated in one process with the burst (medians of
- * 11, a noisy hour, probe 63-79 GB/s): 56.8 and 64.2 GB/s against 55.4-59.6 at K 2048,
- * 66.7 and 67.7 against 58.2-64.0 at K 5632; halves gained less, sixteenths nothing.
- * Whole Q4_K_M tg runs alternated with the burst build: tok/s ahead in 11 of 12 pairs,
- * share in 9 (medians of two batches 85.1 % against 78.3 % and 78.1 % against 77.3 %;
- * BENCHMARKS.md, thirtieth session). Q4_K's quarters stay with
- * tokd_pk_kq_prefetch_quarter: through this helper its decode kernel read 0.806-0.815 of
- * the probe against 0.835-0.860 (alternated in one process, thirty-first session). */
-static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_quarter_here(const uint8_t *sb, size_t sb_bytes, size_t dist, int c) {
-    const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)c * n_lines / 4, l1 = (size_t)(c + 1) * n_lines / 4;
+/* AVX-512 K-quant decode spreads those line prefetches over the super-block instead:
+ * part i of n of its lines as the kernel reaches the i-th n-th of its work (Q4_K and Q5_K:
+ * eighths, one a sub-block; Q2_K, Q3_K and Q6_K: sixteenths), with prefetchnta through
+ * tokd_pk_prefetchnta_here, so that the unrolled loops keep them apart (the same loops
+ * with __builtin_prefetch read 0.49-0.81 of the probe, the hoisted burst), and no page
+ * priming (page_prime.h). (The AVX2 decode spreads its own, packed_avx2_gemm.h.)
+ * Measured on an AMD EPYC Zen 4 (2 cores, probe 27-52 GB/s), each type's decode kernel
+ * streaming 512 MB on two threads, alternated in one process with the scheme before and
+ * with the read probe (medians of 15 rounds, K 2048 and 5632; BENCHMARKS.md,
+ * fifty-seventh session), against the scheme before: Q4_K 1.05-1.07x, Q5_K 1.19-1.21x,
+ * Q6_K 1.14x, Q3_K 1.71-2.14x, Q2_K 1.53-1.67x, now 0.94-1.07 of the probe (Q5_K
+ * 0.87-0.93). The scheme before, set on the Zen 5 host and the earlier AVX-512 one:
+ * quarters for Q4_K, Q5_K and Q6_K, the burst for Q2_K and Q3_K, and each super-block's
+ * page primed 10 KB ahead; on Zen 4, dropping the priming alone gained 8-10 % (Q4_K and
+ * Q6_K), and the finer parts the rest (the AVX2 path had found both on Zen 3, packed_avx2_gemm.h). On Zen 5,
+ * Q6_K's quarters had beaten the burst and its sixteenths had not (thirtieth session):
+ * the next Zen 5 host should measure this again. prefetcht0 and prefetchnta read alike
+ * on Zen 4; nta is what Zen 5 preferred (TOKD_PK_DECODE_LINE_PF). */
+static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_part(const uint8_t *sb, size_t sb_bytes, size_t dist, int i,
+                                                                          int n) {
+    const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)i * n_lines / (size_t)n, l1 = (size_t)(i + 1) * n_lines / (size_t)n;
     for (size_t l = l0; l < l1; l++) tokd_pk_prefetchnta_here(sb + dist + 64 * l);
-}
-/* What Q4_K and Q5_K do at the start of super-block sb: the burst for several activation
- * rows, and for decode only the page priming (its lines follow by quarters). */
-static inline __attribute__((always_inline)) void tokd_pk_k4_start(const uint8_t *sb, size_t sb_bytes, size_t dist, int R) {
-    if (R > 1) tokd_pk_kq_prefetch(sb, sb_bytes, dist, R);
-    else tokd_page_prime(sb + dist, sb_bytes);
 }
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows

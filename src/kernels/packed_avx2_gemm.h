@@ -436,17 +436,18 @@ PK_TARGET INLINE void PK_NAME(k4_pair)(int q5, int c, const uint8_t *q, const ui
  * Decode primes no page: with every line prefetched, priming the page beyond them cost
  * the AVX2-only Zen 3 streaming 200 MB a thread, A/B in one process (medians of 9-15):
  * without it Q4_K 1.18x, Q5_K 1.10x, Q6_K 1.14x and 1.13x (BENCHMARKS.md,
- * twenty-first session; the AVX-512 path, measured elsewhere, keeps it; Q4_0 and Q8_0
- * read the same either way, 0.98 and 1.01, and keep it). Decode's lines go by eighths instead, one before
- * each sub-block pair of each half (h = 0 then 1), so that the second half, which finds
- * its bytes in cache, still issues the stream's prefetches: the AVX-512 path's quarters
- * (packed.h) went in the first half only, and the requests came in bursts. On the
+ * twenty-first session; the AVX-512 path found the same on Zen 4 in the fifty-seventh,
+ * packed.h; Q4_0 and Q8_0 read the same either way, 0.98 and 1.01, and keep it). Decode's
+ * lines go by eighths instead, one before each sub-block pair of each half (h = 0 then
+ * 1), so that the second half, which finds its bytes in cache, still issues the stream's
+ * prefetches: the AVX-512 path's quarters of the time went in the first half only, and
+ * the requests came in bursts. On the
  * AVX2-only Zen 3, A/B in one process, 200 MB a thread (medians of 9-15 alternations):
  * eighths against quarters 1.03, 1.05, 0.93 (BENCHMARKS.md, twenty-first session). */
 PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb, const uint8_t *ab, size_t as, int R,
                                        __m256 *acc) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
-    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, TOKD_PK_PF_DIST, R); /* decode: no page priming, below */
+    if (pf && R > 1) tokd_pk_kq_prefetch(wb, sb_bytes, TOKD_PK_PF_DIST); /* decode: no page priming, below */
     const uint8_t *q = wb + 256 + 32 * h, *qh = wb + Q4K_SB + 32 * h;
     __m256i lo[2], hi[2]; /* scales and mins */
     PK_NAME(k4_scales)(wb + 64 + 32 * h, lo, hi);

@@ -568,13 +568,12 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
                          int64_t ldy) {
     __m512 acc[MAX_R];
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
-    const int q6_decode = kind == K16_Q6 && R == 1;
+    const int spread = R == 1; /* decode: the lines by sixteenths below (packed.h) */
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-        if (q6_decode) tokd_page_prime(lin + TOKD_PK_PF_DIST, sb_bytes); /* its lines by quarters below */
-        else tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST, R); /* packed.h says why */
+        if (!spread) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST);
         /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors
            a sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
            and Q3_K super-blocks go in pairs, packed.h) */
@@ -610,7 +609,7 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group(va[i], vb[i], p, k) : q2_group(va[i], k);
             }
-            if (q6_decode && (jo & 3) == 0) tokd_pk_kq_prefetch_quarter_here(lin, sb_bytes, TOKD_PK_PF_DIST, jo / 4);
+            if (spread) tokd_pk_kq_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, jo, 16);
             const __m512i u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
             const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
@@ -745,7 +744,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        tokd_pk_k4_start(w, sb_bytes, TOKD_PK_PF_DIST, R); /* decode's lines by quarters below */
+        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, TOKD_PK_PF_DIST); /* decode: by eighths below (packed.h) */
         const uint8_t *q = w + 256, *qh = w + Q4K_SB;
         __m512i lo[2], hi[2]; /* scales and mins */
         k4_scales(w + 64, lo, hi);
@@ -757,10 +756,10 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
             __m512i raw[8];
 #pragma GCC unroll 8
             for (int t = 0; t < 8; t++) raw[t] = load_once(q + 64 * (8 * c + t));
-            if (R == 1) tokd_pk_kq_prefetch_quarter(w, sb_bytes, TOKD_PK_PF_DIST, c);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
+                if (R == 1) tokd_pk_kq_prefetch_part(w, sb_bytes, TOKD_PK_PF_DIST, j, 8);
                 __m512i u[8];
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
