@@ -181,9 +181,20 @@ TGT INLINE void group_tile(int64_t nb, const uint8_t *w, size_t block_bytes, con
  * models' K (multiples of 64) never do that. The arithmetic per block is group_tile's
  * for one activation row, in the same order. */
 
-/* Q4_0, Q5_0 and Q8_0 decode also prefetch every line TOKD_PK_DECODE_LINE_PF ahead,
- * with prefetchnta (packed.h says why), and prime pages 16 KB ahead, not page_prime.h's
- * 4 (TOKD_PK_DECODE_PRIME_SKIP, packed.h). */
+/* Decode also prefetches every line TOKD_PK_DECODE_LINE_PF ahead, with prefetchnta
+ * (packed.h says why). The paired kinds (Q4_0, Q5_0, Q8_0, IQ4_NL) and Q4_0's x32 blocks
+ * issue them spread, through tokd_pk_prefetchnta_here: each block's lines just before
+ * the block (x32: its scale line, then two lines with each quarter of its vectors), and
+ * prime no page. Those that keep a whole block a step (Q4_1, Q5_1, IQ4_XS) issue the
+ * block's lines at once and prime pages 16 KB ahead, not page_prime.h's 4
+ * (TOKD_PK_DECODE_PRIME_SKIP, packed.h), as all of them did before the fifty-seventh
+ * session. On the AMD EPYC Zen 4 host (2 cores), each kernel streaming 512 MB on two
+ * threads alternated in one process with the burst and the priming (medians of 25
+ * rounds): Q4_0 x32 1.02-1.11x where the probe read 32-34 GB/s and 1.20x at 55 (0.86 of
+ * the probe before, 1.04 after); Q8_0 1.02-1.05x and 1.10x at 50-51 GB/s, Q5_0
+ * 1.03-1.05x. Dropping only the priming gained Q4_0 nothing (0.99-1.01x), spreading
+ * only the lines lost (Q4_0 0.94-0.98 of the probe, Q8_0 0.90-0.94), and Q4_1 lost
+ * 1-2 % without its priming (BENCHMARKS.md, fifty-seventh session). */
 
 /* Vectors per block after its scales (and mins): Q4_0, Q4_1 and the IQ4 kinds 4 of nibble
  * pairs, Q5_0 and Q5_1 those and one of fifth bits, Q8_0 8 of bytes. */
@@ -239,12 +250,13 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
             acc = decode_block(kind, raw, _mm512_castsi512_si256(sm), _mm512_extracti64x4_epi64(sm, 1), a, b, nb, acc);
         }
     }
+    const size_t pair_lines = 2 * bb / 64; /* whole lines (packed.h) */
     for (; b + 2 <= nb; b += 2, w += 2 * bb) { /* line 0: both blocks' scales; then their vectors */
-        tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, 2 * bb);
-        for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+        for (size_t l = 0; l < pair_lines / 2; l++) tokd_pk_prefetchnta_here(w + TOKD_PK_DECODE_LINE_PF + 64 * l);
         const __m512i sc = load_once(w);
         load_vectors(raw, w + 64, nv);
         acc = decode_block(kind, raw, _mm512_castsi512_si256(sc), _mm256_setzero_si256(), a, b, nb, acc);
+        for (size_t l = pair_lines / 2; l < pair_lines; l++) tokd_pk_prefetchnta_here(w + TOKD_PK_DECODE_LINE_PF + 64 * l);
         load_vectors(raw, w + 64 + 64 * nv, nv);
         acc = decode_block(kind, raw, _mm512_extracti64x4_epi64(sc, 1), _mm256_setzero_si256(), a, b + 1, nb, acc);
     }
@@ -256,20 +268,21 @@ TGT INLINE void decode_group(int kind, int64_t nb, const uint8_t *w, const uint8
 }
 
 /* One 32-row Q4_0 group (packed.h: x32), one activation row: each block's nine lines
- * with decode_group's prefetches, and each activation quant group broadcast once into a
+ * prefetched as above, and each activation quant group broadcast once into a
  * register for both halves' vpdpbusd. Each half's arithmetic is decode_block's. */
 TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a, float *y) {
     const size_t bb = PK_BLOCK_BYTES(PK_Q4_0X32);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
     for (int64_t b = 0; b < nb; b++, w += bb) {
-        tokd_page_prime(w + TOKD_PK_DECODE_PRIME_SKIP, bb);
-        for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)w + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+        tokd_pk_prefetchnta_here(w + TOKD_PK_DECODE_LINE_PF); /* the vectors' lines by quarters below */
         const __m512i sc = load_once(w);
         const int32_t corr = tokd_ld_i32(a + (size_t)nb * 36 + 4 * b);
         __m512i s0 = _mm512_set1_epi32(corr), s1 = s0, t0 = _mm512_setzero_si512(), t1 = t0;
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
+            tokd_pk_prefetchnta_here(w + TOKD_PK_DECODE_LINE_PF + 64 + 64 * c);
+            tokd_pk_prefetchnta_here(w + TOKD_PK_DECODE_LINE_PF + 320 + 64 * c);
             const __m512i v0 = load_once(w + 64 + 64 * c), v1 = load_once(w + 320 + 64 * c);
             const __m512i lo = _mm512_set1_epi32(tokd_ld_i32(a + b * 32 + 4 * c));
             const __m512i hi = _mm512_set1_epi32(tokd_ld_i32(a + b * 32 + 4 * c + 16));
