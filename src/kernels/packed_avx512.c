@@ -314,8 +314,11 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
  * memory once. group_tile walks a 32-row group's halves one after the other and
  * prefetches only a fixed distance ahead with t0, which suits prefill, where a tile is
  * reused by hundreds of rows from cache; for a few rows the weights are read once, so
- * this walks each block's lines once for every row and half, with decode's page priming
- * and prefetchnta line prefetches. Each row's arithmetic per block and half is
+ * this walks each block's lines once for every row and half, with decode's spread
+ * prefetchnta line prefetches and no page priming (on the Zen 4 host, 2 and 4 rows
+ * streaming 512 MB on two threads alternated in one process with the burst and the
+ * priming, medians of 25: Q4_0 1.03-1.20x, Q8_0 1.05-1.13x, Q4_1 and Q5_0 0.92-1.04x, neutral;
+ * fifty-seventh session). Each row's arithmetic per block and half is
  * group_tile's (block_weights, block_row, blocks in order), so the bits are group_tile's
  * and the one-row decode's: batch invariance holds. */
 TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act,
@@ -326,10 +329,13 @@ TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t
     for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * block_bytes; /* the stream's position (pairs of blocks are contiguous) */
-        tokd_page_prime(blk + TOKD_PK_DECODE_PRIME_SKIP, block_bytes);
-        for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_DECODE_LINE_PF + l, _MM_HINT_NTA);
+        const size_t lines = (block_bytes + 63) / 64;
 #pragma GCC unroll 2
         for (int half = 0; half < halves; half++) {
+            /* the lines of what this half loads (x32: the scale line and rows 0-15's four
+               vectors, then rows 16-31's), TOKD_PK_DECODE_LINE_PF ahead, as decode */
+            const size_t l0 = half ? 5 : 0, l1 = halves == 2 && !half ? 5 : lines;
+            for (size_t l = l0; l < l1; l++) tokd_pk_prefetchnta_here(blk + TOKD_PK_DECODE_LINE_PF + 64 * l);
             __m512i wv[8];
             const __m512 dx = block_weights(kind, w, b, nb, block_bytes, half, wv), mx = block_mins(kind, w, b, block_bytes);
 #pragma GCC unroll 8
