@@ -20,7 +20,9 @@
 #define TGT_GFNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni,gfni")))
 #define INLINE static inline __attribute__((always_inline))
 #define MAX_R 8
-#define STREAM_MAX_ROWS (2 * MAX_R) /* activation rows up to which groups are streamed once (stream_group_rows) */
+#define STREAM_MAX_ROWS (2 * MAX_R) /* activation rows up to which groups are streamed once (stream_group_rows, KQ_GEMM) */
+/* How a K-quant tile prefetches its weight lines (KQ_GEMM says when each) */
+enum { KQ_PF_NONE, KQ_PF_SPREAD, KQ_PF_BURST };
 
 /* acc + vpdpbusd(w, the four activation bytes at p broadcast to every lane), the
  * broadcast folded into the instruction ({1to16}). GCC 12 emits a separate vpbroadcastd
@@ -583,16 +585,15 @@ TGT INLINE __m512i q3k_group(__m512i v, __m512i hv, int p, int s) {
     return _mm512_ternarylogic_epi32(shift16(hv, 2 - p), _mm512_set1_epi8(0x04), q2_group(v, s), 0xEA); /* (hv & 4) | lo */
 }
 
-TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                         int64_t ldy) {
+TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                              float *y, int64_t ldy) {
     __m512 acc[MAX_R];
     const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
-    const int spread = R == 1; /* decode: the lines by sixteenths below (packed.h) */
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * sb_bytes; /* the super-block's share of the group's bytes */
-        if (!spread) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST);
+        if (pf == KQ_PF_BURST) tokd_pk_kq_prefetch(lin, sb_bytes, TOKD_PK_PF_DIST);
         /* the header: d (and Q2_K's dmin); the body: the scales, then Q6_K's three vectors
            a sub-block, Q3_K's two-bit and high-bit vectors, or Q2_K's two-bit vectors (Q6_K
            and Q3_K super-blocks go in pairs, packed.h) */
@@ -628,7 +629,7 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group(va[i], vb[i], p, k) : q2_group(va[i], k);
             }
-            if (spread) tokd_pk_kq_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, jo, 16);
+            if (pf == KQ_PF_SPREAD) tokd_pk_kq_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, jo, 16);
             const __m512i u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
             const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
@@ -670,39 +671,66 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-/* The K-quant kernels' entry points: activation rows in tiles of up to MAX_R, every
- * group against each tile, the tile width a compile-time constant per case. */
-#define KQ_CASE(TILE_FN, RR)                                                                                 \
+/* The K-quant kernels' entry points. How a tile prefetches its weight lines (pf):
+ * KQ_PF_SPREAD, spread over each super-block with prefetchnta (packed.h,
+ * tokd_pk_kq_prefetch_part), for groups read from memory once; KQ_PF_BURST, every line
+ * of the super-block at once with prefetcht0, for prefill, whose later row tiles find the
+ * group in L2; KQ_PF_NONE, for a group just read. Up to STREAM_MAX_ROWS activation rows
+ * (decode, one sequence or a batch of a few) go group by group, every row tile against
+ * the group before the next group (the first tile streams it, the others find it in
+ * cache), as stream_group_rows does for the 32-weight kinds; more rows (prefill) go tile
+ * by tile, every group against each tile. Each output's arithmetic is the tile's either
+ * way, so the bits do not depend on the order. On the Zen 4 host, 2 to 16 rows
+ * streaming 512 MB on two threads, alternated in one process with the tile-by-tile
+ * order and its burst (medians of 25): Q4_K 1.09-1.76x, Q6_K 1.23-1.85x (past 8 rows
+ * the groups had been read from memory once per tile); one row 0.98-1.00x. Whole runs
+ * (`tokd bench -p 0 -n 32 -s 1,2,4,16 -t 2`): Q4_K_M 4 sequences 132 -> 186-192 tok/s,
+ * 16 sequences 185-195 -> 257-275; Q6_K 16 sequences 151 -> 231 (BENCHMARKS.md,
+ * fifty-seventh session). */
+#define KQ_CASE(TILE_FN, RR, G0, G1, PF)                                                                     \
     case RR:                                                                                               \
-        for (int64_t G = 0; G < n_groups; G++)                                                             \
-            TILE_FN(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, y + r0 * ldy + 16 * G, ldy); \
+        for (int64_t G = (G0); G < (G1); G++)                                                              \
+            TILE_FN(nb, (const uint8_t *)w + (size_t)G * group_bytes, a, as, RR, PF, y + r0 * ldy + 16 * G, ldy); \
         break;
+#define KQ_SWITCH(TILE_FN, G0, G1, PF)                                                                       \
+    switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                                   \
+        KQ_CASE(TILE_FN, 8, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 7, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 6, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 5, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 4, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 3, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 2, G0, G1, PF)                                                                    \
+        KQ_CASE(TILE_FN, 1, G0, G1, PF)                                                                    \
+    }
 #define KQ_GEMM(TARGET, NAME, TILE_FN)                                                                          \
     TARGET void NAME(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, const void *act,\
                   size_t as, float *y, int64_t ldy) {                                                           \
         const int64_t nb = K / 256;                                                                             \
+        if (na <= STREAM_MAX_ROWS) {                                                                            \
+            for (int64_t g = 0; g < n_groups; g++)                                                              \
+                for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                    \
+                    const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                  \
+                    KQ_SWITCH(TILE_FN, g, g + 1, r0 ? KQ_PF_NONE : KQ_PF_SPREAD)                                \
+                }                                                                                               \
+            return;                                                                                             \
+        }                                                                                                       \
         for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                            \
             const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                          \
-            switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                                \
-                KQ_CASE(TILE_FN, 8)                                                                             \
-                KQ_CASE(TILE_FN, 7)                                                                             \
-                KQ_CASE(TILE_FN, 6)                                                                             \
-                KQ_CASE(TILE_FN, 5)                                                                             \
-                KQ_CASE(TILE_FN, 4)                                                                             \
-                KQ_CASE(TILE_FN, 3)                                                                             \
-                KQ_CASE(TILE_FN, 2)                                                                             \
-                KQ_CASE(TILE_FN, 1)                                                                             \
-            }                                                                                                   \
+            KQ_SWITCH(TILE_FN, 0, n_groups, KQ_PF_BURST)                                                        \
         }                                                                                                       \
     }
-TGT_GFNI INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k16_tile(K16_Q6, nb, w, act, as, R, y, ldy);
+TGT_GFNI INLINE void q6k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
+                              int64_t ldy) {
+    k16_tile(K16_Q6, nb, w, act, as, R, pf, y, ldy);
 }
-TGT_GFNI INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k16_tile(K16_Q3, nb, w, act, as, R, y, ldy);
+TGT_GFNI INLINE void q3k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
+                              int64_t ldy) {
+    k16_tile(K16_Q3, nb, w, act, as, R, pf, y, ldy);
 }
-TGT_GFNI INLINE void q2k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k16_tile(K16_Q2, nb, w, act, as, R, y, ldy);
+TGT_GFNI INLINE void q2k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
+                              int64_t ldy) {
+    k16_tile(K16_Q2, nb, w, act, as, R, pf, y, ldy);
 }
 KQ_GEMM(TGT_GFNI, tokd_packed_q6_K_gemm_avx512vnni, q6k_tile)
 KQ_GEMM(TGT_GFNI, tokd_packed_q3_K_gemm_avx512vnni, q3k_tile)
@@ -755,7 +783,7 @@ TGT INLINE __m512i k4_pair16(__m512i v, int k) {
     return _mm512_shuffle_epi8(v, _mm512_add_epi32(at, _mm512_set1_epi32((int)(0x80008000u | ((unsigned)(k + 1) << 16) | (unsigned)k))));
 }
 
-TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
+TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
                         int64_t ldy) {
     __m512 acc[MAX_R];
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -763,7 +791,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += sb_bytes) {
-        if (R > 1) tokd_pk_kq_prefetch(w, sb_bytes, TOKD_PK_PF_DIST); /* decode: by eighths below (packed.h) */
+        if (pf == KQ_PF_BURST) tokd_pk_kq_prefetch(w, sb_bytes, TOKD_PK_PF_DIST);
         const uint8_t *q = w + 256, *qh = w + Q4K_SB;
         __m512i lo[2], hi[2]; /* scales and mins */
         k4_scales(w + 64, lo, hi);
@@ -778,7 +806,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
-                if (R == 1) tokd_pk_kq_prefetch_part(w, sb_bytes, TOKD_PK_PF_DIST, j, 8);
+                if (pf == KQ_PF_SPREAD) tokd_pk_kq_prefetch_part(w, sb_bytes, TOKD_PK_PF_DIST, j, 8);
                 __m512i u[8];
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
@@ -806,11 +834,13 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
     for (int r = 0; r < R; r++) _mm512_storeu_ps(y + r * ldy, acc[r]);
 }
 
-TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k4_tile(0, nb, w, act, as, R, y, ldy);
+TGT INLINE void q4k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
+                         int64_t ldy) {
+    k4_tile(0, nb, w, act, as, R, pf, y, ldy);
 }
-TGT INLINE void q5k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y, int64_t ldy) {
-    k4_tile(1, nb, w, act, as, R, y, ldy);
+TGT INLINE void q5k_tile(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf, float *y,
+                         int64_t ldy) {
+    k4_tile(1, nb, w, act, as, R, pf, y, ldy);
 }
 KQ_GEMM(TGT, tokd_packed_q4_K_gemm_avx512vnni, q4k_tile)
 KQ_GEMM(TGT, tokd_packed_q5_K_gemm_avx512vnni, q5k_tile)
