@@ -682,8 +682,10 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
  * by tile, every group against each tile. Each output's arithmetic is the tile's either
  * way, so the bits do not depend on the order. On the Zen 4 host, 2 to 16 rows
  * streaming 512 MB on two threads, alternated in one process with the tile-by-tile
- * order and its burst (medians of 25): Q4_K 1.09-1.76x, Q6_K 1.23-1.85x (past 8 rows
- * the groups had been read from memory once per tile); one row 0.98-1.00x. Whole runs
+ * order and its burst (medians of 25): Q4_K 1.09-1.76x, Q6_K 1.23-1.85x; one row
+ * 0.98-1.00x. (The harness passes 128 groups a call, so past 8 rows its second tile read
+ * them from memory again; in a model's decode a thread claims at most an eighth of its
+ * share at a time, which for most matrices stays in L2 between tiles.) Whole runs
  * (`tokd bench -p 0 -n 32 -s 1,2,4,16 -t 2`): Q4_K_M 4 sequences 132 -> 186-192 tok/s,
  * 16 sequences 185-195 -> 257-275; Q6_K 16 sequences 151 -> 231 (BENCHMARKS.md,
  * fifty-seventh session). */
