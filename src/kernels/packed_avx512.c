@@ -303,10 +303,8 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
     _mm512_storeu_ps(y + 16, acc1);
 }
 
-/* Decode walks each group as one stream and primes the pages ahead (page_prime.h); the
- * K-quant tiles below prefetch every line ahead for decode too, which measured better
- * for them (their super-blocks are 1.8-3.3 KB), and prime pages as well (packed.h,
- * tokd_pk_kq_prefetch).
+/* Decode walks each group as one stream, with the line prefetches above (the K-quant
+ * tiles below spread theirs over each super-block: packed.h, tokd_pk_kq_prefetch_part).
  * Q4_0 groups once went two at a time as two prefetched streams when longer than 32 KB:
  * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
  * seventh session). */
