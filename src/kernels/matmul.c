@@ -645,10 +645,9 @@ static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_row
  * stages run, 0.9-1.05 and 2.45-2.6 us (near cores: 1.0-1.2 and 2.2-2.3 before, 0.6-0.9
  * and 1.4-1.6 after). Decode steps alternated with and without the claim in one process
  * ran 1.8 % (Q4_0) and 0.4 % (Q4_K_M) faster on far cores, 0.3-0.7 % on near ones (Q4_0,
- * Q4_K_M, Q8_0; medians of 256 pairs). The same stores just before
- * the quantiser gained half as much, prefetchw in either place nothing (BENCHMARKS.md,
- * fifty-eighth session). The scratch is dead between products: what is stored does not
- * matter. */
+ * Q4_K_M, Q8_0; medians of 256 pairs). The same stores just before the quantiser gained
+ * half as much, prefetchw in either place nothing (BENCHMARKS.md, fifty-eighth session).
+ * The scratch is dead between products: what is stored does not matter. */
 static void reclaim_scratch(uint8_t *scratch, const uint8_t *end) {
     for (volatile uint8_t *p = scratch; p < end; p += 64) *p = 0;
 }
