@@ -636,20 +636,24 @@ static int pair_region(const tokd_matrix *a, const tokd_matrix *b, int64_t n_row
     return n_rows > DECODE_MAX_ROWS && a->n_out == b->n_out && same_act(a, b, n_rows);
 }
 
-/* After a one-row decode region the caller takes back the scratch lines it prepared the
- * row in: one store to each. The other threads read those lines in the region, and each
- * line the quantiser then stored to waited for their copies to be invalidated. On a host
+/* After a decode region the caller takes back the lines the other threads read in it and
+ * that it writes again before the next one: one store to each, while they are dead. Each
+ * store to a line another core holds waits for that copy to be invalidated. On a host
  * whose two cores sit on different dies (a one-way handoff of 160-200 ns; the Zen 4 host
- * switches between that and 30-40 ns within minutes), preparing a Q4_0 row took 3.2-3.8
- * us at K 2048 and 8.3-9.0 us at K 5632; with the lines claimed here, while the serial
- * stages run, 0.9-1.05 and 2.45-2.6 us (near cores: 1.0-1.2 and 2.2-2.3 before, 0.6-0.9
- * and 1.4-1.6 after). Decode steps alternated with and without the claim in one process
- * ran 1.8 % (Q4_0) and 0.4 % (Q4_K_M) faster on far cores, 0.3-0.7 % on near ones (Q4_0,
- * Q4_K_M, Q8_0; medians of 256 pairs). The same stores just before the quantiser gained
- * half as much, prefetchw in either place nothing (BENCHMARKS.md, fifty-eighth session).
- * The scratch is dead between products: what is stored does not matter. */
-static void reclaim_scratch(uint8_t *scratch, const uint8_t *end) {
-    for (volatile uint8_t *p = scratch; p < end; p += 64) *p = 0;
+ * switches between that and 30-40 ns within minutes), that made preparing a one-row Q4_0
+ * activation take 3.2-3.8 us at K 2048 and 8.3-9.0 us at K 5632. With its scratch lines
+ * claimed here, while the serial stages run, it took 0.9-1.05 and 2.45-2.6 us (near cores:
+ * 1.0-1.2 and 2.2-2.3 before, 0.6-0.9 and 1.4-1.6 after).
+ *
+ * Decode steps alternated in one process (medians of 256 pairs), with and without:
+ * - the scratch: 1.8 % faster (Q4_0) and 0.4 % (Q4_K_M) on far cores, 0.3-0.7 % on near
+ *   ones (Q4_0, Q4_K_M, Q8_0);
+ * - the job and its shares as well (written by run_job in the same stack frame every
+ *   product): a further 0.4-1.5 % on far cores, 0-0.6 % on near ones.
+ * The same stores just before the quantiser gained half as much; prefetchw in either place
+ * gained nothing (BENCHMARKS.md, fifty-eighth session). */
+static void reclaim_lines(void *begin, const void *end) {
+    for (volatile uint8_t *p = begin; p < (const uint8_t *)end; p += 64 - ((uintptr_t)p & 63)) *p = 0;
 }
 
 /* Convert the activation rows and run the chunks of n_mats matrices (pair mode when epi
@@ -719,7 +723,11 @@ static void run_job(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, c
     if (n_rows <= DECODE_MAX_ROWS) profile_region_start(&j, prep_start);
     tokd_pool_run(pool, matmul_region, &j);
     if (n_rows <= DECODE_MAX_ROWS) profile_region_end(&j);
-    if (n_rows == 1 && nth > 1 && act_end) reclaim_scratch(scratch, act_end);
+    if (n_rows <= DECODE_MAX_ROWS && nth > 1) { /* the other threads are done with these */
+        if (n_rows == 1 && act_end) reclaim_lines(scratch, act_end);
+        reclaim_lines(shares, shares + j.n_shares);
+        reclaim_lines(&j, &j + 1);
+    }
 }
 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
