@@ -161,18 +161,17 @@ static inline size_t tokd_pk_vectors_at(int64_t b, int64_t nb, size_t block_byte
  * 0.91 at 3072 (the AVX-512 distance then), 1.05 at 4096 and 4608, 0.92 at 6144-8192;
  * Q5_0 0.92 and 1.07 (BENCHMARKS.md, twenty-first session). */
 #define TOKD_PK_AVX2_DECODE_LINE_PF 4096
-/* AVX-512 decode of the 32-weight kinds that keep a whole block a step (Q4_1, Q5_1,
- * IQ4_XS; the paired kinds and Q4_0's x32 blocks prime no page since the fifty-seventh
- * session, packed_avx512.c), its few-row streams, and the unpacked F16, BF16 and F32
- * rows, prime each page this much further ahead than TOKD_PRIME_DIST (page_prime.h): 16
- * KB ahead in all. Measured once the weights were in
- * huge pages (util.h: tokd_huge_alloc), where priming no longer costs a page walk: this
- * kernel compiled beside the 4 KB one, each driving one of two copies of the model in
- * one process, decode alternated (medians of 11-15 rounds, TinyLlama shape, 2 threads),
+/* AVX-512 one-row decode of the 32-weight kinds that keep a whole block a step (Q4_1,
+ * Q5_1, IQ4_XS) and of the unpacked F16, BF16 and F32 rows primes each page this much
+ * further ahead than TOKD_PRIME_DIST (page_prime.h): 16 KB ahead in all. Since the
+ * fifty-seventh session the paired kinds, Q4_0's x32 blocks, the few-row streams and the
+ * K-quants prime no page (packed_avx512.c). Measured once the weights were in huge pages
+ * (util.h: tokd_huge_alloc), where priming no longer costs a page walk: this kernel
+ * compiled beside the 4 KB one, each driving one of two copies of the model in one
+ * process, decode alternated (medians of 11-15 rounds, TinyLlama shape, 2 threads),
  * against the same harness with both copies on identical kernels: Q4_0 +5 to +10 %,
  * Q8_0 -5 to +12 % (neutral to positive); 32 KB read like 16 KB. The read probe reads the
- * same at 4, 8 and 16 KB (56.6, 57.4, 57.3 GB/s, alternated), so it keeps 4 KB. The
- * K-quants' priming, already 10 KB ahead, measured neutral at 22 KB and is unchanged. */
+ * same at 4, 8 and 16 KB (56.6, 57.4, 57.3 GB/s, alternated), so it keeps 4 KB. */
 #define TOKD_PK_DECODE_PRIME_SKIP 12288
 
 /* A prefetch of p's line (prefetcht0) that stays where the code puts it. The compiler

@@ -317,8 +317,8 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
  * this walks each block's lines once for every row and half, with decode's spread
  * prefetchnta line prefetches and no page priming (on the Zen 4 host, 2 and 4 rows
  * streaming 512 MB on two threads alternated in one process with the burst and the
- * priming, medians of 25: Q4_0 1.03-1.20x, Q8_0 1.05-1.13x, Q4_1 and Q5_0 0.92-1.04x, neutral;
- * fifty-seventh session). Each row's arithmetic per block and half is
+ * priming, medians of 25: Q4_0 1.03-1.20x, Q8_0 1.05-1.13x, Q4_1 and Q5_0 0.92-1.04x,
+ * neutral; fifty-seventh session). Each row's arithmetic per block and half is
  * group_tile's (block_weights, block_row, blocks in order), so the bits are group_tile's
  * and the one-row decode's: batch invariance holds. */
 TGT INLINE void stream_group_rows(int kind, int64_t nb, const uint8_t *w, size_t block_bytes, const uint8_t *act,
