@@ -275,15 +275,18 @@ static int validate_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, tok
  * wait while the caller runs the serial stages (RoPE and the KV write, activation
  * preparation, norms and adds) or finish their share of a region at different times.
  * Each product is announced before the region that precedes it, so that every thread
- * prefetches the first bytes of its first chunk while it waits: the memory bus keeps
- * streaming across the gap. With 256 KB a thread (a quarter of an L2), steps alternated
+ * reads the first bytes of its first chunk into its cache while it waits: the memory bus
+ * keeps streaming across the gap. With 256 KB a thread (a quarter of an L2), steps alternated
  * in one process ran 1.3-1.8 % faster for Q4_0, 1.4 % for Q4_K_M and 0.5 % for Q8_0
  * (per-step medians; 64 KB and 512 KB measured alike; BENCHMARKS.md). That was on the
  * AVX-512 host. On the AVX2-only Zen 3 host a burst of prefetches that outruns memory is
  * mostly dropped (a 256 KB window issues in 3-4 us and then reads back no faster than
  * cold memory), so there the windows stream little; windows read with plain loads do
  * land in L2, yet steps alternated with them took as long (+0.46, -0.32, +0.05 %: the other
- * thread's stream keeps the bus busy through most gaps; BENCHMARKS.md, session 26). */
+ * thread's stream keeps the bus busy through most gaps; BENCHMARKS.md, session 26). The
+ * Zen 4 host dropped them too: steps alternated with and without the windows measured
+ * alike (0.997-1.007) while they were prefetches, and with plain loads (threadpool.c) they
+ * gain 0.2-0.7 % (fifty-ninth session). */
 #define PREFETCH_BYTES ((size_t)256 << 10)
 /* The next product is of a, b, c (b and c may be NULL). */
 static void announce(tokd_pool *pool, int32_t n, const tokd_matrix *a, const tokd_matrix *b, const tokd_matrix *c) {

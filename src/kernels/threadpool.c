@@ -65,11 +65,21 @@ typedef struct {
 static inline void cpu_relax(void) { __asm__ volatile("" ::: "memory"); }
 
 /* One step of an idle thread's window: a few lines, so the thread still notices the
- * next region within a cache miss's time. */
+ * next region within a cache miss's time (the loads' results are not waited for: the
+ * generation check after them runs out of order).
+ *
+ * The lines are read with plain loads, not prefetcht0. A core drops software prefetches
+ * that find no free miss buffer, and an idle thread issues these far faster than memory
+ * answers, so most of a prefetched window never arrived (session 26 saw the same on the
+ * Zen 3 host). A load waits for its buffer instead. On the Zen 4 host (2 cores), decode
+ * steps alternated in one process between the two (medians of 257 pairs, `tokd bench -p
+ * 0 -n 256 -r 2 -t 2`): Q4_0 0.993-0.998 of the step time with prefetches in 7 runs, on
+ * cores near each other and far apart, Q4_K_M 0.993-0.997 in 3 (BENCHMARKS.md,
+ * fifty-ninth session). On the Zen 3 host loads had measured alike (+0.46, -0.32, +0.05 %). */
 #define PREFETCH_LINES_PER_STEP 4
 static inline void prefetch_step(const char **ptr, size_t *left) {
     for (int i = 0; i < PREFETCH_LINES_PER_STEP && *left; i++) {
-        __builtin_prefetch(*ptr, 0, 3);
+        (void)*(volatile const char *)*ptr;
         size_t step = *left < 64 ? *left : 64;
         *ptr += step;
         *left -= step;

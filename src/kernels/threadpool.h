@@ -28,8 +28,8 @@ typedef struct {
     size_t len;
 } tokd_pool_window;
 /* Hands win[ith] (len 0: none) to thread ith for the next region tokd_pool_run starts:
- * once the thread has finished its share of that region, it prefetches the window
- * while it waits, until the region after begins (the caller: until the workers finish
+ * once the thread has finished its share of that region, it reads the window (every
+ * line, once) while it waits, until the region after begins (the caller: until the workers finish
  * the region). Decode uses it to start the next product's weight stream during the
  * serial stages between products. win has tokd_pool_size(p) entries; p may be NULL. */
 void tokd_pool_prefetch_after_next(tokd_pool *p, const tokd_pool_window *win);
