@@ -285,8 +285,8 @@ static int validate_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, tok
  * land in L2, yet steps alternated with them took as long (+0.46, -0.32, +0.05 %: the other
  * thread's stream keeps the bus busy through most gaps; BENCHMARKS.md, session 26). The
  * Zen 4 host dropped them too: steps alternated with and without the windows measured
- * alike (0.997-1.007) while they were prefetches, and with plain loads (threadpool.c) they
- * gain 0.2-0.7 % (fifty-ninth session). */
+ * alike (0.997-1.007) while they were prefetches; read with plain loads (threadpool.c)
+ * they gain about 0.3 % (fifty-ninth session). */
 #define PREFETCH_BYTES ((size_t)256 << 10)
 /* The next product is of a, b, c (b and c may be NULL). */
 static void announce(tokd_pool *pool, int32_t n, const tokd_matrix *a, const tokd_matrix *b, const tokd_matrix *c) {

@@ -74,8 +74,9 @@ static inline void cpu_relax(void) { __asm__ volatile("" ::: "memory"); }
  * Zen 3 host). A load waits for its buffer instead. On the Zen 4 host (2 cores), decode
  * steps alternated in one process between the two (medians of 257 pairs, `tokd bench -p
  * 0 -n 256 -r 2 -t 2`): Q4_0 0.993-0.998 of the step time with prefetches in 7 runs, on
- * cores near each other and far apart, Q4_K_M 0.993-0.997 in 3 (BENCHMARKS.md,
- * fifty-ninth session). On the Zen 3 host loads had measured alike (+0.46, -0.32, +0.05 %). */
+ * cores near each other and far apart, Q4_K_M 0.993-0.997 in 3, where the same harness
+ * flipping nothing reads 0.995-1.000: a gain of about 0.3 % (BENCHMARKS.md, fifty-ninth
+ * session). On the Zen 3 host loads had measured alike (+0.46, -0.32, +0.05 %). */
 #define PREFETCH_LINES_PER_STEP 4
 static inline void prefetch_step(const char **ptr, size_t *left) {
     for (int i = 0; i < PREFETCH_LINES_PER_STEP && *left; i++) {
