@@ -373,6 +373,62 @@ double tokd_bench_peak_bf16(tokd_pool *pool, const char **isa) {
     return run_peak(pool, peak_bf16_512);
 }
 
+/* ---- the handoff between threads ---------------------------------------------------------- */
+
+/* Threads 0 and 1 of the pool pass a turn back and forth: each hands over when it sees
+ * the other's. Thread 0 stops after HANDOFF_ROUNDS round trips or HANDOFF_MAX_S seconds
+ * (a host with one free CPU switches between them at the scheduler's pace), and thread
+ * 1 gives up if thread 0 has finished, or never started, the exchange. */
+#define HANDOFF_ROUNDS 2000
+#define HANDOFF_MAX_S 0.005
+typedef struct {
+    _Alignas(64) _Atomic int turn; /* odd: thread 1's to take; even: thread 0's */
+    _Alignas(64) _Atomic int arrived, over;
+    double one_way_s; /* 0: no round trip completed */
+} handoff_job;
+
+static void handoff_region(void *arg, int ith, int nth) {
+    handoff_job *h = arg;
+    (void)nth;
+    if (ith == 1) {
+        atomic_store_explicit(&h->arrived, 1, memory_order_release);
+        for (int want = 1;; want += 2) {
+            while (atomic_load_explicit(&h->turn, memory_order_acquire) != want)
+                if (atomic_load_explicit(&h->over, memory_order_acquire)) return;
+            atomic_store_explicit(&h->turn, want + 1, memory_order_release);
+        }
+    }
+    if (ith != 0) return;
+    const double give_up = tokd_now() + HANDOFF_MAX_S;
+    while (!atomic_load_explicit(&h->arrived, memory_order_acquire))
+        if (tokd_now() > give_up) goto over;
+    const double t0 = tokd_now();
+    int done = 0;
+    for (double t = t0; done < HANDOFF_ROUNDS && t < give_up; t = done % 64 ? t : tokd_now()) {
+        atomic_store_explicit(&h->turn, 2 * done + 1, memory_order_release);
+        while (atomic_load_explicit(&h->turn, memory_order_acquire) != 2 * done + 2) {}
+        done++;
+    }
+    if (done) h->one_way_s = (tokd_now() - t0) / (2.0 * done);
+over:
+    atomic_store_explicit(&h->over, 1, memory_order_release);
+}
+
+double tokd_bench_handoff_ns(tokd_pool *pool) {
+    if (tokd_pool_size(pool) < 2) return 0;
+    double v[5];
+    int n = 0;
+    for (int i = 0; i < 5; i++) {
+        handoff_job h = {.one_way_s = 0};
+        tokd_pool_run(pool, handoff_region, &h);
+        if (h.one_way_s > 0) v[n++] = h.one_way_s * 1e9;
+    }
+    if (!n) return 0;
+    tokd_bench_stat s;
+    tokd_bench_stat_of(&s, v, n);
+    return s.median;
+}
+
 /* ---- the model ---------------------------------------------------------------------------- */
 
 static bool is_float_type(uint32_t t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_BF16; }
@@ -501,7 +557,7 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
             if (tokd_forward(c, batch, nb, logits, err)) goto done;
         }
 
-    double v[TOKD_BENCH_MAX_REPS], bw[TOKD_BENCH_MAX_REPS], share[TOKD_BENCH_MAX_REPS];
+    double v[TOKD_BENCH_MAX_REPS], bw[TOKD_BENCH_MAX_REPS], share[TOKD_BENCH_MAX_REPS], handoff[TOKD_BENCH_MAX_REPS];
     if (p->n_prompt > 0) { /* S prompts of n_prompt tokens in one batch */
         const int32_t n = S * p->n_prompt;
         for (int rep = 0; rep < p->reps; rep++) {
@@ -545,12 +601,14 @@ int tokd_bench_model(const tokd_bench_params *p, tokd_bench_result *r, tokd_err 
             if (reader) {
                 bw[rep] = every ? probe_best(reader, &probe) : tokd_bench_reader_measure(reader, tokd_ctx_pool(c), 3);
                 share[rep] = v[rep] * (double)r->bytes_per_token / ((double)S * bw[rep]);
+                handoff[rep] = tokd_bench_handoff_ns(tokd_ctx_pool(c));
             }
         }
         tokd_bench_stat_of(&r->tg, v, p->reps);
         if (reader) {
             tokd_bench_stat_of(&r->tg_bw, bw, p->reps);
             tokd_bench_stat_of(&r->tg_shares, share, p->reps);
+            if (tokd_pool_size(tokd_ctx_pool(c)) > 1) tokd_bench_stat_of(&r->tg_handoff, handoff, p->reps);
         }
     }
     if (p->profile_steps > 0 && profile_decode(c, d, p->profile_steps, S, batch, hp->n_vocab, &rng, logits, r, err)) goto done;

@@ -93,6 +93,16 @@ tokd_bench_reader *tokd_bench_reader_new(size_t bytes);
 double tokd_bench_reader_measure(tokd_bench_reader *rd, tokd_pool *pool, int passes);
 void tokd_bench_reader_free(tokd_bench_reader *rd);
 
+/* How long a store by pool thread 0 takes to be seen by thread 1 and back, halved: the
+ * one-way handoff in ns (median of 5 exchanges of up to 2000 round trips each), 0 with
+ * one thread. It tells where the host put the two cores: on the 2-core Zen 4 host 26-56
+ * ns when they share a die, 157-200 when they do not, and the placement changes within
+ * minutes. It moves tg's share: far apart each core reads memory through its own link, so
+ * the probe reads up to twice as fast, while every hand-off between the cores (the start
+ * and end of each product, the activations and outputs they pass) costs 4-5 times as
+ * much (BENCHMARKS.md, fifty-eighth and fifty-ninth sessions). */
+double tokd_bench_handoff_ns(tokd_pool *pool);
+
 /* Arithmetic peak in multiply-accumulates per second over all pool threads; *isa names
  * the instruction used ("avx512-vnni", ...; "none" and 0 when the CPU has no SIMD path). */
 double tokd_bench_peak_int8(tokd_pool *pool, const char **isa);
@@ -128,6 +138,7 @@ typedef struct {
     tokd_bench_stat tg_bw;     /* bytes/s, each tg repetition's probe (tg_probe_passes) */
     int tg_probe_passes;       /* passes of the probe between each repetition's steps; 0: 3 after it */
     tokd_bench_stat tg_shares; /* each repetition's tokens/s over its own limit */
+    tokd_bench_stat tg_handoff; /* ns, tokd_bench_handoff_ns after each repetition (n = 0 with one thread) */
     double tg_limit, tg_share, pp_peak_share; /* tg_limit from tg_bw's median; tg_share = tg_shares' median */
     /* profile_steps > 0: the profiled steps' counters, their mean wall time and the TSC
        rate measured over them */

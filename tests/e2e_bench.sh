@@ -18,9 +18,17 @@ trap 'rm -rf "$tmp"' EXIT
 if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 1 -t 2 --bw-mib 64 >"$tmp/out" 2>"$tmp/err"; then ok; else bad "bench exited $?: $(cat "$tmp/err")"; fi
 for field in '^model: ' '^threads: *2' '^pp32 .* tok/s' '^tg8 .* tok/s .* % of the bandwidth limit' \
     'share per run [0-9.]* \.\. [0-9.]* %, against memory read [0-9.]* GB/s .* measured after each run' \
-    'memory read [0-9.]* GB/s' 'int8 peak [0-9.]* GMAC/s'; do
+    'memory read [0-9.]* GB/s' 'int8 peak [0-9.]* GMAC/s' \
+    'handoff between threads [0-9]+ ns one way \(min [0-9]+, max [0-9]+\) after each run'; do
     if grep -Eq "$field" "$tmp/out"; then ok; else bad "text output lacks /$field/"; fi
 done
+# one thread hands nothing over: no handoff line
+"$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 1 --bw-mib 64 >"$tmp/out1" 2>&1
+if grep -q '^tg4 ' "$tmp/out1" && ! grep -q handoff "$tmp/out1"; then ok; else bad "-t 1: $(cat "$tmp/out1")"; fi
+# in JSON, one handoff sample a tg run
+"$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 2 -t 2 --bw-mib 64 --json >"$tmp/jh" 2>&1
+if grep -Eq '"tg_handoff_ns":\{"median":[0-9.]+,"min":[0-9.]+,"max":[0-9.]+,"samples":\[[0-9.]+,[0-9.]+\]\}' "$tmp/jh"; then ok
+else bad "JSON tg_handoff_ns: $(cat "$tmp/jh")"; fi
 
 # JSON output: one object with the fields, numbers positive
 if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 2 --bw-mib 64 --json >"$tmp/json" 2>"$tmp/err"; then ok; else bad "bench --json exited $?"; fi

@@ -1,7 +1,8 @@
 /* cmd_bench.c — `tokd bench -m MODEL [-p 512] [-n 128] [-d 0] [-s 1] [-r 3] [-t N] [--json]
  * [--no-machine] [--bw-mib N] [--tg-probe WHEN] [--profile N]`: prompt processing (pp) and
  * text generation (tg) speed with llama-bench's definitions, next to the machine's measured memory bandwidth and
- * arithmetic peak (see src/bench.h). Text on stdout, or one JSON object per line with
+ * arithmetic peak, and with two threads or more the handoff between them after each tg
+ * run (see src/bench.h). Text on stdout, or one JSON object per line with
  * --json. -p, -n, -d, -s and -t take comma-separated lists (-t 1,2 -p 128,512), as
  * llama-bench's do, and every combination is run (cmd_bench below; text then ends with
  * one markdown table of every row, as llama-bench prints). -s N runs N
@@ -124,6 +125,7 @@ static void print_json(const tokd_bench_params *p, const tokd_bench_result *r) {
             printf(",\"tg_share\":%.4f,\"tg_probe_passes\":%d", r->tg_share, r->tg_probe_passes);
             json_stat_scaled("tg_bandwidth_gb_s", &r->tg_bw, 1 / GB);
             json_stat_scaled("tg_shares", &r->tg_shares, 1);
+            if (r->tg_handoff.n) json_stat_scaled("tg_handoff_ns", &r->tg_handoff, 1);
         }
         printf(",\"peak_int8_gmac_s\":%.2f,\"peak_int8_isa\":\"%s\",\"peak_f32_gflop_s\":%.2f,\"peak_f32_isa\":\"%s\"",
                r->peak_int8 / GB, r->isa_int8, 2 * r->peak_f32 / GB, r->isa_f32);
@@ -214,6 +216,9 @@ static void print_text(const tokd_bench_params *p, const tokd_bench_result *r, b
                    100 * r->tg_shares.min, 100 * r->tg_shares.max, r->tg_bw.median / GB, r->tg_bw.min / GB, r->tg_bw.max / GB);
             if (r->tg_probe_passes) printf("between each run's steps (%d passes)\n", r->tg_probe_passes);
             else printf("after each run\n");
+            if (r->tg_handoff.n)
+                printf("           handoff between threads %.0f ns one way (min %.0f, max %.0f) after each run\n",
+                       r->tg_handoff.median, r->tg_handoff.min, r->tg_handoff.max);
         }
     }
     if (p->measure_machine) {
