@@ -404,12 +404,13 @@ static void handoff_region(void *arg, int ith, int nth) {
         if (tokd_now() > give_up) goto over;
     const double t0 = tokd_now();
     int done = 0;
-    for (double t = t0; done < HANDOFF_ROUNDS && t < give_up; t = done % 64 ? t : tokd_now()) {
+    while (done < HANDOFF_ROUNDS) {
         atomic_store_explicit(&h->turn, 2 * done + 1, memory_order_release);
         while (atomic_load_explicit(&h->turn, memory_order_acquire) != 2 * done + 2) {}
         done++;
+        if (done % 64 == 0 && tokd_now() > give_up) break; /* the clock read seldom: it costs a handoff's time */
     }
-    if (done) h->one_way_s = (tokd_now() - t0) / (2.0 * done);
+    h->one_way_s = (tokd_now() - t0) / (2.0 * done);
 over:
     atomic_store_explicit(&h->over, 1, memory_order_release);
 }

@@ -95,7 +95,7 @@ void tokd_bench_reader_free(tokd_bench_reader *rd);
 
 /* How long a store by pool thread 0 takes to be seen by thread 1 and back, halved: the
  * one-way handoff in ns (median of 5 exchanges of up to 2000 round trips each), 0 with
- * one thread. It tells where the host put the two cores: on the 2-core Zen 4 host 26-56
+ * one thread or when thread 1 never joined (5 ms). It tells where the host put the two cores: on the 2-core Zen 4 host 26-56
  * ns when they share a die, 157-200 when they do not, and the placement changes within
  * minutes. It moves tg's share: far apart each core reads memory through its own link, so
  * the probe reads up to twice as fast, while every hand-off between the cores (the start
