@@ -179,7 +179,9 @@ typedef struct {
  * tasks a thread takes one after another read the same head's rows (512 KB at 2048
  * positions, TinyLlama shape: they stay in L2) rather than every head's in turn; pp512
  * after 2048 positions, 10 alternated pairs of runs: median 1.025x (0.86-1.14, the host's
- * noise). A decode step has one entry: the order is the same as before. */
+ * noise). A decode step has one entry: the order is the same as before. RoPE and the
+ * K, V write done inside a decode step's tasks, each for its own KV head, instead of on
+ * the caller before the region: within the noise on cores on two dies (sixtieth session). */
 static void attention_task(void *arg, int ith, int nth) {
     attn_job *j = arg;
     tokd_ctx *c = j->c;

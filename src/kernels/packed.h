@@ -238,7 +238,10 @@ typedef struct {
        TOKD_PK_BIAS_S (tests) */
     int32_t act_bias;
     /* rows of a group: 16 (TOKD_PACK_ROWS), or 32 for AVX-512 Q4_0 (the layouts above);
-       pack packs that many rows, and group_bytes is their bytes */
+       pack packs that many rows, and group_bytes is their bytes. A decode product's last
+       claims are whole groups, so at K 5632 (TinyLlama's down: 101 KB a 32-row group)
+       the threads finish 3-4 us apart; down in the 16-row form still ran 2-6 % slower a
+       step (BENCHMARKS.md, sixtieth session) */
     int group_rows;
 } tokd_packed_traits;
 
