@@ -95,12 +95,13 @@ void tokd_bench_reader_free(tokd_bench_reader *rd);
 
 /* How long a store by pool thread 0 takes to be seen by thread 1 and back, halved: the
  * one-way handoff in ns (median of 5 exchanges of up to 2000 round trips each), 0 with
- * one thread or when thread 1 never joined (5 ms). It tells where the host put the two cores: on the 2-core Zen 4 host 26-56
- * ns when they share a die, 157-200 when they do not, and the placement changes within
- * minutes. It moves tg's share: far apart each core reads memory through its own link, so
- * the probe reads up to twice as fast, while every hand-off between the cores (the start
- * and end of each product, the activations and outputs they pass) costs 4-5 times as
- * much (BENCHMARKS.md, fifty-eighth and fifty-ninth sessions). */
+ * one thread or when thread 1 never joined (5 ms). It tells where the host put the two
+ * cores: on the 2-core Zen 4 host 26-56 ns when they share a die, 157-200 when they do
+ * not, and the placement changes within minutes. It moves tg's share: far apart each
+ * core reads memory through its own link, so the probe reads up to twice as fast, while
+ * every hand-off between the cores (the start and end of each product, the activations
+ * and outputs they pass) costs 4-5 times as much (BENCHMARKS.md, fifty-eighth and
+ * fifty-ninth sessions). */
 double tokd_bench_handoff_ns(tokd_pool *pool);
 
 /* Arithmetic peak in multiply-accumulates per second over all pool threads; *isa names
