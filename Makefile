@@ -79,12 +79,13 @@ test-asan:
 
 # ThreadSanitizer over the tests whose threads share data: the engine (its scheduler
 # thread beside callers that submit and cancel), the thread pool and the regions built on
-# it, the bench probe, the grid quantisers' search tables (built by whichever thread first
-# needs them; 4 s), and the server's end-to-end tests (libmicrohttpd's connection
-# threads beside the scheduler). A report makes the program exit 66, which fails it.
-# The whole suite under TSan takes ~20 minutes on 2 cores (the single-threaded parsers'
-# tests most of it); this subset takes about 4.
-TSAN_TESTS := test_attention test_batch test_engine test_gemm test_step_profile \
+# it (the one-region decode step's barriers included), the bench probe, the grid
+# quantisers' search tables (built by whichever thread first needs them; 4 s), and the
+# server's end-to-end tests (libmicrohttpd's connection threads beside the scheduler).
+# A report makes the program exit 66, which fails it. The whole suite under TSan takes
+# ~20 minutes on 2 cores (the single-threaded parsers' tests most of it); this subset
+# takes about 4.
+TSAN_TESTS := test_attention test_batch test_decode_step test_engine test_gemm test_step_profile \
               test_quantize_iq1 test_quantize_iq2 test_quantize_iq3
 TSAN_E2E   := tests/e2e_bench.sh tests/e2e_server_disconnect.sh tests/e2e_server_hostile.sh \
               tests/e2e_server_invariance.sh tests/e2e_server_openai.sh

@@ -18,27 +18,14 @@
 #include <stdatomic.h>
 
 #include "attention.h"
+#include "decode_step.h"
 #include "kernels/step_profile.h"
 #include "kvcache.h"
 #include "model.h"
 #include "rope.h"
 #include "vecmath.h"
 
-struct tokd_ctx {
-    const tokd_model *m;
-    tokd_ctx_params p;
-    tokd_kv kv;
-    tokd_seq_table *seqs;
-    tokd_pool *pool;
-    /* scratch, n_batch rows each */
-    float *x, *xb, *q, *k, *v, *att, *hg, *hu, *rope;
-    float *scores; /* attention scratch: scores_per_thread floats per pool thread */
-    size_t scores_per_thread;
-    void *act;
-    int32_t *seq_new;  /* per sequence: entries in the current batch */
-    tokd_mm_observer observe; /* NULL but for importance-matrix collection */
-    void *observe_ud;
-};
+void tokd_ctx_set_decode_region(tokd_ctx *c, bool on) { c->step_on = on; }
 
 void tokd_ctx_set_observer(tokd_ctx *c, tokd_mm_observer fn, void *ud) {
     c->observe = fn;
@@ -109,6 +96,8 @@ tokd_ctx *tokd_ctx_new(const tokd_model *m, const tokd_ctx_params *params, tokd_
     tokd_ctx *c = tokd_xcalloc(1, sizeof *c);
     c->m = m;
     c->p = p;
+    c->step_usable = -1;
+    c->step_on = true;
     if (tokd_kv_init(&c->kv, p.block_size, p.n_blocks, hp->n_layer, hp->n_head_kv, hp->head_dim, err)) {
         free(c);
         return NULL;
@@ -138,6 +127,7 @@ void tokd_ctx_free(tokd_ctx *c) {
     if (!c) return;
     for (int32_t s = 0; s < c->p.n_seq; s++) tokd_seq_table_free(&c->kv, &c->seqs[s]);
     tokd_kv_free(&c->kv);
+    tokd_decode_step_free(c);
     tokd_pool_free(c->pool);
     free(c->seqs);
     free(c->seq_new);
@@ -296,24 +286,13 @@ static void announce(tokd_pool *pool, int32_t n, const tokd_matrix *a, const tok
     tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, n, PREFETCH_BYTES);
 }
 
-int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits, tokd_err *err) {
+/* The layers and logits of a validated batch, each product a region of the pool. */
+static void forward_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits) {
     const tokd_model *m = c->m;
     const tokd_hparams *hp = &m->hp;
-    if (validate_batch(c, e, n, err)) return -1;
     const int32_t E = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd, F = hp->n_ff;
     const int32_t bs = c->kv.block_size;
     tokd_pool *pool = c->pool;
-    tokd_profile_begin_pass();
-
-    /* A decode step's embedding row is cold: its lines are asked for together, and the
-       RoPE table is computed while they arrive (one by one, the conversion took ~10 us). */
-    for (int32_t i = 0; i < n && i < 4; i++) {
-        const char *row = (const char *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes;
-        for (size_t o = 0; o < m->tok_embd.row_bytes; o += 64) __builtin_prefetch(row + o, 0, 3);
-    }
-    for (int32_t i = 0; i < n; i++)
-        tokd_rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
-                        m->rope_freqs);
     for (int32_t i = 0; i < n; i++)
         m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes,
                                  c->x + (size_t)i * E, E);
@@ -370,8 +349,6 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
         add_into(pool, c->x, c->xb, (int64_t)n * E);
     }
 
-    for (int32_t i = 0; i < n; i++) c->seqs[e[i].seq].len++;
-
     /* final norm and logits only for the rows asked for, gathered contiguously */
     int32_t n_out = 0;
     for (int32_t i = 0; i < n; i++)
@@ -379,6 +356,25 @@ int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logit
     if (n_out > 0) OBSERVE(-1, TOKD_MM_OUTPUT_IN, c->xb, n_out, E);
     tokd_profile_enter(TOKD_STAGE_LOGITS);
     if (n_out > 0) tokd_matmul(pool, &m->output, c->xb, E, n_out, logits, hp->n_vocab, c->act);
+}
+
+int tokd_forward(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits, tokd_err *err) {
+    const tokd_model *m = c->m;
+    const tokd_hparams *hp = &m->hp;
+    if (validate_batch(c, e, n, err)) return -1;
+    tokd_profile_begin_pass();
+    /* A decode step's embedding row is cold: its lines are asked for together, and the
+       RoPE table is computed while they arrive (one by one, the conversion took ~10 us). */
+    for (int32_t i = 0; i < n && i < 4; i++) {
+        const char *row = (const char *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes;
+        for (size_t o = 0; o < m->tok_embd.row_bytes; o += 64) __builtin_prefetch(row + o, 0, 3);
+    }
+    for (int32_t i = 0; i < n; i++)
+        tokd_rope_table(c->rope + (size_t)i * hp->n_rot, e[i].pos, hp->n_rot, hp->rope_freq_base, hp->rope_freq_scale,
+                        m->rope_freqs);
+    if (tokd_decode_step_usable(c, n)) tokd_decode_step(c, e, logits); /* one sequence: one region */
+    else forward_batch(c, e, n, logits);
+    for (int32_t i = 0; i < n; i++) c->seqs[e[i].seq].len++;
     tokd_profile_end_pass();
     return 0;
 }

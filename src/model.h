@@ -68,6 +68,9 @@ typedef enum {
 /* Called on the calling thread before each product with its n rows of K activations
  * (row i at x + i*K), in the order the forward pass runs them. */
 typedef void (*tokd_mm_observer)(void *ud, int32_t layer, tokd_mm_input which, const float *x, int32_t n, int64_t K);
+/* Whether a decode step of one sequence runs as one parallel region (decode_step.h;
+ * default on): the same bits either way, for tests and benchmarks. */
+void tokd_ctx_set_decode_region(tokd_ctx *c, bool on);
 /* Set (or, with NULL, remove) the context's observer. */
 void tokd_ctx_set_observer(tokd_ctx *c, tokd_mm_observer fn, void *ud);
 

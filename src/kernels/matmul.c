@@ -777,6 +777,117 @@ void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix 
     tokd_pool_run(pool, epilogue_region, &e);
 }
 
+/* ---- one activation row, split by the caller (matmul.h) ---- */
+
+/* The job matmul_chunk needs for one prepared row of W, as run_job sets it up. */
+static void row_job(matmul_job *j, const tokd_matrix *W, const void *act, float *y) {
+    memset(j, 0, sizeof *j);
+    j->W = W;
+    j->n_rows = 1;
+    j->n_mats = 1;
+    j->Ws[0] = W;
+    j->Ys[0] = y;
+    j->ldys[0] = W->n_out;
+    j->act = act;
+    j->mat_act[0] = act;
+    size_t row = (size_t)W->K * sizeof(float); /* F32 activations as they are */
+    if (W->pk) {
+        j->pk = W->pk;
+        row = W->pk->act_bytes(W->K);
+    } else if (W->tt->vec_dot_type != 0 || W->tt->act_convert) {
+        j->at = tokd_type_get(W->tt->vec_dot_type);
+        j->gemm = W->tt->gemm && 1 >= W->tt->gemm_min_rows;
+        row = j->gemm ? W->tt->gemm_act_bytes(W->K) : tokd_row_bytes(j->at, W->K);
+    }
+    j->act_stride = (row + 63) & ~(size_t)63;
+}
+
+const void *tokd_matmul_row_prepare(const tokd_matrix *W, const float *x, void *act) {
+    if (!W->pk && W->tt->vec_dot_type == 0 && !W->tt->act_convert) return x; /* used as it is */
+    matmul_job j;
+    row_job(&j, W, act, NULL);
+    j.X = x;
+    j.ldx = W->K;
+    convert_rows(&j, 0, 1);
+    return act;
+}
+
+int64_t tokd_matmul_rows_align(const tokd_matrix *W) { return W->pk ? W->pk->group_rows : UNIT; }
+
+void tokd_matmul_rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y) {
+    if (o0 >= o1) return;
+    matmul_job j;
+    row_job(&j, W, act, y);
+    matmul_chunk(&j, 0, o0, o1);
+}
+
+int tokd_matmul_row_shared(const tokd_matrix *a, const tokd_matrix *b) {
+    if (a->pk || b->pk) return a->pk && b->pk && a->K == b->K && a->pk->prep == b->pk->prep;
+    return same_act(a, b, 1);
+}
+
+size_t tokd_matmul_rows_span(const tokd_matrix *W, int64_t o0, int64_t o1, const void **start) {
+    if (o0 >= o1) return *start = NULL, 0;
+    if (W->pk) {
+        const int64_t gr = W->pk->group_rows;
+        *start = (const uint8_t *)W->packed + (size_t)(o0 / gr) * W->group_bytes;
+        return (size_t)((o1 - o0 + gr - 1) / gr) * W->group_bytes;
+    }
+    *start = (const uint8_t *)W->data + (size_t)o0 * W->row_bytes;
+    return (size_t)(o1 - o0) * W->row_bytes;
+}
+
+/* The first bytes (at most max_bytes) thread ith streams of a decode product of these
+ * matrices (units counted as job_units counts them): the front of its share. */
+static tokd_pool_window share_window(int n_mats, const tokd_matrix *const *Ws, const int64_t *unit0, int64_t align,
+                                     int ith, int nth, size_t max_bytes) {
+    int64_t s0, s1;
+    decode_share_units(unit0[n_mats], nth, align, ith, &s0, &s1);
+    if (s0 >= s1) return (tokd_pool_window){NULL, 0};
+    int m = 0;
+    while (s0 >= unit0[m + 1]) m++;
+    const tokd_matrix *W = Ws[m];
+    const int64_t u = s0 - unit0[m], u_end = (s1 < unit0[m + 1] ? s1 : unit0[m + 1]) - unit0[m];
+    if (u * UNIT >= W->n_out) return (tokd_pool_window){NULL, 0}; /* a matrix's padding units (job_units) */
+    const int64_t u_rows = (u_end * UNIT < W->n_out ? u_end * UNIT : W->n_out) - u * UNIT;
+    size_t len = W->pk ? (size_t)((u_rows + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes
+                       : (size_t)u_rows * W->row_bytes;
+    size_t at = W->pk ? (size_t)(u * UNIT / W->pk->group_rows) * W->group_bytes : (size_t)(u * UNIT) * W->row_bytes;
+    const uint8_t *base = W->pk ? W->packed : W->data;
+    return (tokd_pool_window){base + at, len < max_bytes ? len : max_bytes};
+}
+
+size_t tokd_matmul_shares_bytes(int nth) { return (size_t)decode_shares(nth) * sizeof(decode_share); }
+
+void tokd_matmul_shares_reset(void *shares, const tokd_matrix *W, int ith, int nth) {
+    int64_t unit0[2];
+    const int64_t align = job_units(1, &W, unit0);
+    const int n_shares = decode_shares(nth);
+    if (ith >= n_shares) return;
+    int64_t u0, u1;
+    decode_share_units(unit0[1], n_shares, align, ith, &u0, &u1);
+    atomic_store_explicit(&((decode_share *)shares)[ith].range, share_range(u0, u1), memory_order_relaxed);
+}
+
+tokd_pool_window tokd_matmul_shares_window(const tokd_matrix *W, int ith, int nth, size_t max_bytes) {
+    int64_t unit0[2];
+    const int64_t align = job_units(1, &W, unit0);
+    return share_window(1, &W, unit0, align, ith, decode_shares(nth), max_bytes);
+}
+
+void tokd_matmul_rows_shared(void *shares, const tokd_matrix *W, const void *act, float *y, int ith, int nth,
+                             tokd_stage stage) {
+    matmul_job j;
+    row_job(&j, W, act, y);
+    j.align = job_units(1, &W, j.unit0);
+    j.share = shares;
+    j.n_shares = decode_shares(nth);
+    j.claim_min = min_claim_units(1, &W, j.align);
+    j.profile = tokd_profile_on;
+    j.prof_stage = stage;
+    decode_region(&j, ith);
+}
+
 void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, int64_t n_rows,
                                size_t max_bytes) {
     const int nth = tokd_pool_size(pool);
@@ -791,23 +902,7 @@ void tokd_matmul_prefetch_next(tokd_pool *pool, int n_mats, const tokd_matrix *c
     int64_t unit0[MAX_MATS + 1] = {0};
     const int64_t align = job_units(n_mats, Ws, unit0);
     tokd_pool_window win[MAX_DECODE_SHARES];
-    for (int ith = 0; ith < nth; ith++) {
-        win[ith] = (tokd_pool_window){NULL, 0};
-        int64_t s0, s1;
-        decode_share_units(unit0[n_mats], nth, align, ith, &s0, &s1);
-        if (s0 >= s1) continue;
-        int m = 0;
-        while (s0 >= unit0[m + 1]) m++;
-        const tokd_matrix *W = Ws[m];
-        const int64_t u = s0 - unit0[m], u_end = (s1 < unit0[m + 1] ? s1 : unit0[m + 1]) - unit0[m];
-        if (u * UNIT >= W->n_out) continue; /* a matrix's padding units (job_units) */
-        const int64_t u_rows = (u_end * UNIT < W->n_out ? u_end * UNIT : W->n_out) - u * UNIT;
-        size_t len = W->pk ? (size_t)((u_rows + W->pk->group_rows - 1) / W->pk->group_rows) * W->group_bytes
-                           : (size_t)u_rows * W->row_bytes;
-        size_t at = W->pk ? (size_t)(u * UNIT / W->pk->group_rows) * W->group_bytes : (size_t)(u * UNIT) * W->row_bytes;
-        const uint8_t *base = W->pk ? W->packed : W->data;
-        win[ith] = (tokd_pool_window){base + at, len < max_bytes ? len : max_bytes};
-    }
+    for (int ith = 0; ith < nth; ith++) win[ith] = share_window(n_mats, Ws, unit0, align, ith, nth, max_bytes);
     tokd_pool_prefetch_after_next(pool, win);
 }
 

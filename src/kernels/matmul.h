@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "kernels/packed.h"
+#include "kernels/step_profile.h"
 #include "kernels/threadpool.h"
 #include "kernels/types.h"
 
@@ -76,8 +77,37 @@ void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, co
  * [col0, col0 + n) of a row `width` wide (ya and yb at column col0), and must compute
  * each element from its own inputs and column only, so the chunking changes no bit. Yb
  * holds Wb X afterwards. */
+/* One activation row with the split left to the caller (decode_step.c runs a whole decode
+ * step as one region and gives each thread its own rows of every product). The row is
+ * prepared for W's form into act (tokd_matmul_scratch_bytes(W->tt, W->K, 1) bytes,
+ * 64-byte aligned), as tokd_matmul prepares a one-row product, and tokd_matmul_rows
+ * computes outputs [o0, o1) from it, each with the bits tokd_matmul gives it. o0 and o1
+ * must be multiples of tokd_matmul_rows_align(W) (o1 may be n_out). */
+const void *tokd_matmul_row_prepare(const tokd_matrix *W, const float *x, void *act);
+int64_t tokd_matmul_rows_align(const tokd_matrix *W);
+void tokd_matmul_rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y);
+/* Whether a row prepared for a serves b (the same bytes). */
+int tokd_matmul_row_shared(const tokd_matrix *a, const tokd_matrix *b);
+/* The weight bytes outputs [o0, o1) of W read, from *start on (one run). */
+size_t tokd_matmul_rows_span(const tokd_matrix *W, int64_t o0, int64_t o1, const void **start);
+
 typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n, int64_t col0, int64_t width);
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
                       int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
+
+/* The same product with the rows claimed and stolen as tokd_matmul's decode (matmul.c),
+ * by threads that the caller runs (decode_step.c): each thread owns an equal share,
+ * claims it from the front, and then takes the back half of the fullest other share.
+ * shares (tokd_matmul_shares_bytes, 64-byte aligned) is shared by the threads; before
+ * the product each thread resets its own share (tokd_matmul_shares_reset), and the
+ * threads meet at a barrier between that and tokd_matmul_rows_shared, to which each
+ * passes its own prepared row. Counted in the profile's stage `stage` as a decode
+ * product's shares. */
+size_t tokd_matmul_shares_bytes(int nth);
+void tokd_matmul_shares_reset(void *shares, const tokd_matrix *W, int ith, int nth);
+void tokd_matmul_rows_shared(void *shares, const tokd_matrix *W, const void *act, float *y, int ith, int nth,
+                             tokd_stage stage);
+/* The first bytes (at most max_bytes) thread ith streams in such a product. */
+tokd_pool_window tokd_matmul_shares_window(const tokd_matrix *W, int ith, int nth, size_t max_bytes);
 
 #endif

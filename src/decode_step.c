@@ -1,0 +1,367 @@
+/* decode_step.c — one sequence's decode step as one parallel region (decode_step.h).
+ *
+ * forward.c runs a decode step as some ten regions a layer: each product is a region of
+ * the pool, and between them the caller alone runs the serial stages (norms, adds, the
+ * activation preparation, RoPE and the KV write) while the other threads wait. Every
+ * region's start and end hand data between cores: the prepared activation out, the
+ * outputs back. On the Zen 4 host whose two vCPUs sit on two dies part of the time (a
+ * one-way handoff of 155-185 ns against 26-56 on one die), those hand-offs and serial
+ * stages cost about 0.8 ms of an 11 ms Q4_0 step (BENCHMARKS.md, sixtieth session).
+ *
+ * Here every thread runs the whole step:
+ * - it keeps its own copy of the residual stream x, and computes each RMSNorm and each
+ *   activation preparation itself (the same function on the same input: the same bits);
+ * - of Q, K and V it computes the rows of its KV heads, so it also applies their RoPE,
+ *   writes their K and V to the cache and runs their attention with nothing from the
+ *   other threads; of gate and up, a fixed share of the rows of both, and their SwiGLU;
+ * - the rows of O, down and the logits are claimed and stolen as matmul.c's decode
+ *   products' are (tokd_matmul_rows_shared);
+ * - the threads meet at four barriers a layer: after attention (O needs every head),
+ *   after O and after down (each thread adds the whole output into its x), after SwiGLU
+ *   (down needs every column). A thread that arrives first reads the first bytes of its
+ *   next product's rows while it waits, as the pool's windows do.
+ * Each output is computed by one thread with the kernel and prepared row that
+ * tokd_matmul gives it, so the step has forward.c's bits (tests/test_decode_step.c).
+ *
+ * TinyLlama shape, 2 threads, steps alternated in one process with forward.c's
+ * (`tokd bench -p 0 -n 256 -r 2 -t 2`, medians of 257 paired step ratios; the null
+ * flip reads 0.994-1.001): on cores on two dies, Q4_0 0.978-0.991 in 9 runs, Q4_K_M
+ * 0.978-0.997, Q8_0 0.984-0.988; on one die 0.995-1.004 (BENCHMARKS.md, sixty-first
+ * session). Gate and up claimed and stolen too, as O's rows are, measured 0.8-1.2 %
+ * slower on two dies than the fixed shares, whose finishing thread reads down's first
+ * rows while it waits; claimed in pairs (the same rows of both, then their SwiGLU),
+ * 3-4 % slower. */
+#include "decode_step.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <x86intrin.h>
+
+#include "attention.h"
+#include "kernels/step_profile.h"
+#include "rope.h"
+#include "vecmath.h"
+
+/* Barriers a layer (each with its own epoch): after attention, O, SwiGLU and down. */
+#define STEP_EPOCHS_PER_LAYER 4
+
+/* A thread waiting at a barrier spins this many TSC cycles (~95 us), then yields the core
+ * each time round: on an oversubscribed machine the thread it waits for may need it. */
+#define STEP_SPIN_CYCLES 200000u
+/* What a thread that waits at a barrier reads of its next product (as forward.c's windows). */
+#define STEP_WINDOW_BYTES ((size_t)256 << 10)
+
+/* The products whose rows the threads claim and steal, each with its shares' slot. */
+typedef enum { SLOT_O, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
+
+/* Thread ith's rows [*o0, *o1) of a product of n_out rows cut in whole runs of align. */
+static void share_rows(int64_t n_out, int64_t align, int ith, int nth, int64_t *o0, int64_t *o1) {
+    const int64_t runs = (n_out + align - 1) / align;
+    *o0 = runs * ith / nth * align;
+    *o1 = runs * (ith + 1) / nth * align;
+    if (*o1 > n_out) *o1 = n_out;
+    if (*o0 > n_out) *o0 = n_out;
+}
+static void head_share(const tokd_hparams *hp, int ith, int nth, int32_t *h0, int32_t *h1) {
+    *h0 = (int32_t)((int64_t)hp->n_head_kv * ith / nth);
+    *h1 = (int32_t)((int64_t)hp->n_head_kv * (ith + 1) / nth);
+}
+
+/* Whether the threads split the model evenly, on its matrices' groups: the same number
+ * of KV heads each, whose Q, K and V rows start on group boundaries, and gate and up
+ * with one grouping between them (the larger group a multiple of the smaller). */
+static bool splits_on_groups(const tokd_model *m, int nth) {
+    const tokd_hparams *hp = &m->hp;
+    if (hp->n_head_kv % nth || hp->n_head % hp->n_head_kv) return false;
+    const int64_t group = hp->n_head / hp->n_head_kv;
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const int64_t ga = tokd_matmul_rows_align(&L->w_gate), ua = tokd_matmul_rows_align(&L->w_up);
+        if ((ga > ua ? ga % ua : ua % ga) != 0) return false;
+        for (int t = 1; t < nth; t++) {
+            int32_t h0, h1;
+            head_share(hp, t, nth, &h0, &h1);
+            if ((int64_t)h0 * group * hp->head_dim % tokd_matmul_rows_align(&L->wq) ||
+                (int64_t)h0 * hp->head_dim % tokd_matmul_rows_align(&L->wk) ||
+                (int64_t)h0 * hp->head_dim % tokd_matmul_rows_align(&L->wv))
+                return false;
+        }
+    }
+    return true;
+}
+
+static size_t round_line(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* A thread's scratch: x and the normed row (n_embd floats each), then three prepared
+ * activation rows (Q, K and V may each want their own form). */
+static size_t act_slot_bytes(const tokd_model *m) {
+    const tokd_matrix *out = &m->output;
+    size_t most = round_line(tokd_matmul_scratch_bytes(out->tt, out->K, 1));
+    for (int32_t l = 0; l < m->hp.n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *lm[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++) {
+            const size_t b = round_line(tokd_matmul_scratch_bytes(lm[i]->tt, lm[i]->K, 1));
+            if (b > most) most = b;
+        }
+    }
+    return most ? most : 64;
+}
+
+bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
+    const int nth = tokd_pool_size(c->pool);
+    if (n != 1 || nth < 2 || !c->step_on || c->observe) return false;
+    if (c->step_usable < 0) {
+        c->step_usable = splits_on_groups(c->m, nth);
+        if (c->step_usable) {
+            const size_t E = (size_t)c->m->hp.n_embd;
+            c->step_thread_bytes = 2 * round_line(E * sizeof(float)) + 3 * act_slot_bytes(c->m);
+            c->step_scratch = tokd_aligned_alloc((size_t)nth * c->step_thread_bytes);
+            c->step_flags = tokd_aligned_alloc((size_t)nth * sizeof *c->step_flags);
+            c->step_slot_bytes = round_line(tokd_matmul_shares_bytes(nth));
+            c->step_shares = tokd_aligned_alloc(SLOT_COUNT * c->step_slot_bytes);
+            for (int t = 0; t < nth; t++) {
+                atomic_init(&c->step_flags[t].epoch, 0);
+                atomic_init(&c->step_flags[t].arrived, 0);
+            }
+            c->step_epoch = 0;
+        }
+    }
+    return c->step_usable == 1;
+}
+
+void tokd_decode_step_free(tokd_ctx *c) {
+    free(c->step_scratch);
+    free(c->step_flags);
+    free(c->step_shares);
+}
+
+typedef struct {
+    tokd_ctx *c;
+    const tokd_batch_entry *e;
+    float *logits;    /* NULL: no logits for this entry */
+    unsigned epoch0;  /* the epoch before the step's first barrier */
+} step_job;
+
+/* Waits until every other thread has reached barrier `epoch`, reading the window
+ * [win, win + len) meanwhile: a few lines between checks, with plain loads (threadpool.c
+ * says why not prefetches). The acquire loads make what the others wrote before their
+ * release stores visible after. */
+static void wait_others(tokd_ctx *c, int ith, int nth, unsigned epoch, const void *win, size_t len) {
+    const char *pf = win;
+    for (int t = 0; t < nth; t++) {
+        if (t == ith) continue;
+        _Atomic unsigned *flag = &c->step_flags[t].epoch;
+        uint64_t t0 = __rdtsc();
+        while ((int)(atomic_load_explicit(flag, memory_order_acquire) - epoch) < 0) {
+            if (len) {
+                for (int i = 0; i < 4 && len; i++) {
+                    (void)*(volatile const char *)pf;
+                    const size_t step = len < 64 ? len : 64;
+                    pf += step, len -= step;
+                }
+                if (!len) t0 = __rdtsc();
+                continue;
+            }
+            if (__rdtsc() - t0 > STEP_SPIN_CYCLES) sched_yield();
+            else __asm__ volatile("" ::: "memory");
+        }
+    }
+}
+
+/* Barrier `epoch`: publishes what this thread wrote before it, then waits for the others. */
+static void step_barrier(tokd_ctx *c, int ith, int nth, unsigned epoch, const void *win, size_t len) {
+    tokd_step_flag *f = c->step_flags;
+    if (tokd_profile_on) atomic_store_explicit(&f[ith].arrived, __rdtsc(), memory_order_relaxed);
+    atomic_store_explicit(&f[ith].epoch, epoch, memory_order_release);
+    wait_others(c, ith, nth, epoch, win, len);
+}
+
+/* Thread 0, after a barrier: how far apart the threads reached it, charged to stage st. */
+static void profile_tail(const tokd_ctx *c, int ith, int nth, tokd_stage st) {
+    if (!tokd_profile_on || ith != 0) return;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int t = 0; t < nth; t++) {
+        const uint64_t a = atomic_load_explicit(&c->step_flags[t].arrived, memory_order_relaxed);
+        if (a < first) first = a;
+        if (a > last) last = a;
+    }
+    tokd_profile.tail_cycles[st] += last - first;
+}
+/* Thread 0 enters stage st (the profile's stage times are the caller's). */
+static inline void stage(int ith, tokd_stage st) {
+    if (ith == 0) tokd_profile_enter(st);
+}
+/* Thread ith's time since t0 and weight bytes in its fixed rows of a product. */
+static void profile_share(int ith, tokd_stage st, uint64_t t0, size_t bytes) {
+    if (!tokd_profile_on || ith >= TOKD_PROFILE_MAX_THREADS) return;
+    tokd_profile.share_cycles[ith][st] += __rdtsc() - t0;
+    tokd_profile.share_bytes[ith][st] += bytes;
+}
+/* Thread 0 counts a product and its preparation, begun at t0, in stage st. */
+static inline void profile_prep(int ith, tokd_stage st, uint64_t t0) {
+    if (!tokd_profile_on || ith != 0) return;
+    tokd_profile.prep_cycles[st] += __rdtsc() - t0;
+    tokd_profile.regions[st]++;
+}
+
+/* This thread's static rows [o0, o1) of W against act, into y; its bytes for the profile. */
+static size_t rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y) {
+    tokd_matmul_rows(W, act, o0, o1, y);
+    const void *start;
+    return tokd_matmul_rows_span(W, o0, o1, &start);
+}
+
+/* A product whose rows the threads claim and steal (tokd_matmul_rows_shared): shares in
+ * their own slot of the context, reset by each thread before the barrier ahead of it. */
+static void *shares_of(const tokd_ctx *c, share_slot s) {
+    return (uint8_t *)c->step_shares + (size_t)s * c->step_slot_bytes;
+}
+
+/* The barrier ahead of a product whose rows are claimed (W; NULL: none follows): this
+ * thread reads the front of its share while it waits. */
+static void barrier_before(tokd_ctx *c, int ith, int nth, unsigned epoch, const tokd_matrix *W) {
+    tokd_pool_window w = {NULL, 0};
+    if (W) w = tokd_matmul_shares_window(W, ith, nth, STEP_WINDOW_BYTES);
+    step_barrier(c, ith, nth, epoch, w.ptr, w.len);
+}
+
+static void step_thread(void *arg, int ith, int nth) {
+    step_job *j = arg;
+    tokd_ctx *c = j->c;
+    const tokd_model *m = c->m;
+    const tokd_hparams *hp = &m->hp;
+    const tokd_batch_entry *e = j->e;
+    const int32_t E = hp->n_embd, hd = hp->head_dim, F = hp->n_ff, group = hp->n_head / hp->n_head_kv;
+    const int32_t bs = c->kv.block_size;
+    const tokd_seq_table *seq = &c->seqs[e->seq];
+    const size_t row_bytes = round_line((size_t)E * sizeof(float));
+    uint8_t *mine = (uint8_t *)c->step_scratch + (size_t)ith * c->step_thread_bytes;
+    float *x = (float *)mine, *xn = (float *)(mine + row_bytes);
+    const size_t slot_bytes = (c->step_thread_bytes - 2 * row_bytes) / 3;
+    uint8_t *act[3] = {mine + 2 * row_bytes, mine + 2 * row_bytes + slot_bytes, mine + 2 * row_bytes + 2 * slot_bytes};
+    float *scores = c->scores + (size_t)ith * c->scores_per_thread;
+    float *y = c->xb; /* O's and down's outputs */
+    unsigned epoch = j->epoch0;
+    uint64_t t0;
+
+    int32_t h0, h1;
+    head_share(hp, ith, nth, &h0, &h1);
+    m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e->token * m->tok_embd.row_bytes, x, E);
+
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        if (l > 0) tokd_add_n(x, y, E); /* the previous layer's down output */
+
+        /* Q, K and V of this thread's KV heads */
+        tokd_rmsnorm(xn, x, L->attn_norm, E, hp->norm_eps);
+        const int64_t q0 = (int64_t)h0 * group * hd, q1 = (int64_t)h1 * group * hd, k0 = (int64_t)h0 * hd,
+                      k1 = (int64_t)h1 * hd;
+        stage(ith, TOKD_STAGE_QKV);
+        t0 = tokd_profile_now();
+        const void *aq = tokd_matmul_row_prepare(&L->wq, xn, act[0]);
+        const void *ak = tokd_matmul_row_shared(&L->wq, &L->wk) ? aq : tokd_matmul_row_prepare(&L->wk, xn, act[1]);
+        const void *av = tokd_matmul_row_shared(&L->wq, &L->wv)   ? aq
+                         : tokd_matmul_row_shared(&L->wk, &L->wv) ? ak
+                                                                  : tokd_matmul_row_prepare(&L->wv, xn, act[2]);
+        profile_prep(ith, TOKD_STAGE_QKV, t0);
+        t0 = tokd_profile_now();
+        const size_t bytes =
+            rows(&L->wq, aq, q0, q1, c->q) + rows(&L->wk, ak, k0, k1, c->k) + rows(&L->wv, av, k0, k1, c->v);
+        profile_share(ith, TOKD_STAGE_QKV, t0, bytes);
+
+        /* their bias, RoPE, cache write and attention */
+        stage(ith, TOKD_STAGE_ATTENTION);
+        const int32_t block = seq->blocks[e->pos / bs], slot = e->pos % bs;
+        for (int32_t h = h0; h < h1; h++) {
+            float *q = c->q + (size_t)h * group * hd, *k = c->k + (size_t)h * hd, *v = c->v + (size_t)h * hd;
+            if (L->bq)
+                for (int32_t d = 0; d < group * hd; d++) q[d] += L->bq[(size_t)h * group * hd + d];
+            if (L->bk)
+                for (int32_t d = 0; d < hd; d++) k[d] += L->bk[(size_t)h * hd + d];
+            if (L->bv)
+                for (int32_t d = 0; d < hd; d++) v[d] += L->bv[(size_t)h * hd + d];
+            tokd_rope_apply(q, group, hd, hp->n_rot, hp->rope_neox, c->rope);
+            tokd_rope_apply(k, 1, hd, hp->n_rot, hp->rope_neox, c->rope);
+            tokd_kv_store(&c->kv, block, l, h, slot, k, v);
+            tokd_attention(&c->kv, seq->blocks, l, h, e->pos + 1, q, group, hd, c->att + (size_t)h * group * hd,
+                           scores);
+        }
+        stage(ith, TOKD_STAGE_OTHER);
+        const tokd_matrix *WO = &L->wo;
+        tokd_matmul_shares_reset(shares_of(c, SLOT_O), WO, ith, nth);
+        barrier_before(c, ith, nth, ++epoch, WO);
+        profile_tail(c, ith, nth, TOKD_STAGE_ATTENTION);
+
+        /* O: every head's attention output in */
+        stage(ith, TOKD_STAGE_O);
+        t0 = tokd_profile_now();
+        const void *ao = tokd_matmul_row_prepare(WO, c->att, act[0]);
+        profile_prep(ith, TOKD_STAGE_O, t0);
+        tokd_matmul_rows_shared(shares_of(c, SLOT_O), WO, ao, y, ith, nth, TOKD_STAGE_O);
+        stage(ith, TOKD_STAGE_OTHER);
+        /* gate and up: each thread its fixed rows of both, then their SwiGLU (below) */
+        const tokd_matrix *WG = &L->w_gate, *WU = &L->w_up;
+        int64_t g0, g1; /* this thread's rows of gate and up, and columns of SwiGLU */
+        const int64_t ga = tokd_matmul_rows_align(WG), ua = tokd_matmul_rows_align(WU);
+        share_rows(F, ga > ua ? ga : ua, ith, nth, &g0, &g1);
+        {
+            const void *win;
+            size_t len = tokd_matmul_rows_span(WG, g0, g1, &win);
+            step_barrier(c, ith, nth, ++epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
+        }
+        profile_tail(c, ith, nth, TOKD_STAGE_O);
+
+        tokd_add_n(x, y, E);
+        tokd_rmsnorm(xn, x, L->ffn_norm, E, hp->norm_eps);
+        stage(ith, TOKD_STAGE_FFN_UP);
+        t0 = tokd_profile_now();
+        const void *ag = tokd_matmul_row_prepare(WG, xn, act[0]);
+        const void *au = tokd_matmul_row_shared(WG, WU) ? ag : tokd_matmul_row_prepare(WU, xn, act[1]);
+        profile_prep(ith, TOKD_STAGE_FFN_UP, t0);
+        t0 = tokd_profile_now();
+        const size_t gu_bytes = rows(WG, ag, g0, g1, c->hg) + rows(WU, au, g0, g1, c->hu);
+        profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);
+        tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
+        stage(ith, TOKD_STAGE_OTHER);
+        const tokd_matrix *WD = &L->w_down;
+        tokd_matmul_shares_reset(shares_of(c, SLOT_DOWN), WD, ith, nth);
+        barrier_before(c, ith, nth, ++epoch, WD);
+        profile_tail(c, ith, nth, TOKD_STAGE_FFN_UP);
+
+        /* down: every column of the SwiGLU product in */
+        stage(ith, TOKD_STAGE_FFN_DOWN);
+        t0 = tokd_profile_now();
+        const void *ad = tokd_matmul_row_prepare(WD, c->hg, act[0]);
+        profile_prep(ith, TOKD_STAGE_FFN_DOWN, t0);
+        tokd_matmul_rows_shared(shares_of(c, SLOT_DOWN), WD, ad, y, ith, nth, TOKD_STAGE_FFN_DOWN);
+        stage(ith, TOKD_STAGE_OTHER);
+        if (l + 1 < hp->n_layer) { /* the next layer's Q: this thread's heads */
+            const tokd_matrix *WQ = &m->layers[l + 1].wq;
+            const void *win;
+            size_t len = tokd_matmul_rows_span(WQ, (int64_t)h0 * group * hd, (int64_t)h1 * group * hd, &win);
+            step_barrier(c, ith, nth, ++epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
+        } else {
+            const tokd_matrix *WOUT = &m->output;
+            tokd_matmul_shares_reset(shares_of(c, SLOT_LOGITS), WOUT, ith, nth);
+            barrier_before(c, ith, nth, ++epoch, j->logits ? WOUT : NULL);
+        }
+        profile_tail(c, ith, nth, TOKD_STAGE_FFN_DOWN);
+    }
+    if (!j->logits) return;
+    tokd_add_n(x, y, E);
+    tokd_rmsnorm(xn, x, m->output_norm, E, hp->norm_eps);
+    stage(ith, TOKD_STAGE_LOGITS);
+    const tokd_matrix *WOUT = &m->output;
+    t0 = tokd_profile_now();
+    const void *a = tokd_matmul_row_prepare(WOUT, xn, act[0]);
+    profile_prep(ith, TOKD_STAGE_LOGITS, t0);
+    tokd_matmul_rows_shared(shares_of(c, SLOT_LOGITS), WOUT, a, j->logits, ith, nth, TOKD_STAGE_LOGITS);
+}
+
+void tokd_decode_step(tokd_ctx *c, const tokd_batch_entry *e, float *logits) {
+    step_job j = {c, e, e->logits ? logits : NULL, c->step_epoch};
+    tokd_pool_run(c->pool, step_thread, &j);
+    c->step_epoch += (unsigned)STEP_EPOCHS_PER_LAYER * (unsigned)c->m->hp.n_layer;
+}

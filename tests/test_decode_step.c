@@ -1,0 +1,121 @@
+/* test_decode_step.c — the one-region decode step (src/decode_step.c) gives the bits of
+ * the forward pass it replaces, and runs where it should.
+ *
+ * For the shared models of every layout it meets (F32, F16, BF16, Q8_0, Q4_0 and the
+ * Q4_K_M mix, packed where the CPU has the kernels; qwen2 with Q, K and V biases and a
+ * tied output; stories260K with 4 KV heads of 8 dimensions), 2 threads:
+ *   - STEPS single-token steps with the step region on give exactly the logits of the
+ *     same steps with it off (forward.c's products, each a pool region);
+ *   - the region is what ran (the context says it could), and a step that asks for no
+ *     logits writes none;
+ *   - two sequences decoded turn about, with a two-entry batch (forward.c's path) every
+ *     few steps, read the cache each path wrote: the same logits as with the region off.
+ * Where the threads cannot split the KV heads evenly (3 threads, 4 or 2 KV heads) the
+ * region stays off and the logits are still forward.c's. */
+#include <string.h>
+
+#include "decode_step.h"
+#include "model.h"
+#include "t.h"
+
+#define STEPS 24
+
+static tokd_ctx *new_ctx(const tokd_model *m, int n_threads, bool region) {
+    tokd_ctx_params p;
+    tokd_ctx_params_default(&p);
+    p.n_ctx = 64;
+    p.n_seq = 2;
+    p.n_threads = n_threads;
+    tokd_err err;
+    tokd_ctx *c = tokd_ctx_new(m, &p, &err);
+    if (c) tokd_ctx_set_decode_region(c, region);
+    return c;
+}
+
+static int32_t token_at(const tokd_model *m, int seq, int i) { return (i * 37 + 11 * seq + 5) % m->hp.n_vocab; }
+
+/* STEPS steps of sequence 0 alone, each one entry, into logits (STEPS x vocab). Returns
+ * the context's step_usable after them, or -2 on an error. */
+static int decode_alone(const tokd_model *m, int n_threads, bool region, float *logits) {
+    tokd_ctx *c = new_ctx(m, n_threads, region);
+    if (!c) return -2;
+    tokd_err err;
+    int rc = 0;
+    const size_t V = (size_t)m->hp.n_vocab;
+    for (int32_t i = 0; i < STEPS && !rc; i++) {
+        tokd_batch_entry e = {token_at(m, 0, i), i, 0, true};
+        if (i == 3) { /* no logits asked: none written */
+            e.logits = false;
+            for (size_t v = 0; v < V; v++) logits[(size_t)i * V + v] = -7.0f;
+        }
+        rc = tokd_forward(c, &e, 1, logits + (size_t)i * V, &err);
+    }
+    const int usable = rc ? -2 : c->step_usable;
+    tokd_ctx_free(c);
+    return usable;
+}
+
+/* Two sequences turn about: one entry a step, but every fifth step one entry of each in
+ * one batch. Sequence 0's logits at each of its positions into logits (STEPS x vocab). */
+static int decode_turns(const tokd_model *m, int n_threads, bool region, float *logits) {
+    tokd_ctx *c = new_ctx(m, n_threads, region);
+    if (!c) return -1;
+    const size_t V = (size_t)m->hp.n_vocab;
+    float *both = malloc(2 * V * sizeof(float));
+    tokd_err err;
+    int rc = 0, pos[2] = {0, 0};
+    for (int step = 0; pos[0] < STEPS && !rc; step++) {
+        if (step % 5 == 4 && pos[1] < STEPS) {
+            tokd_batch_entry b[2] = {{token_at(m, 1, pos[1]), pos[1], 1, true}, {token_at(m, 0, pos[0]), pos[0], 0, true}};
+            rc = tokd_forward(c, b, 2, both, &err);
+            memcpy(logits + (size_t)pos[0] * V, both + V, V * sizeof(float));
+            pos[0]++, pos[1]++;
+            continue;
+        }
+        const int s = (step % 2 && pos[1] < STEPS) ? 1 : 0;
+        tokd_batch_entry e = {token_at(m, s, pos[s]), pos[s], s, true};
+        rc = tokd_forward(c, &e, 1, s ? both : logits + (size_t)pos[0] * V, &err);
+        pos[s]++;
+    }
+    free(both);
+    tokd_ctx_free(c);
+    return rc;
+}
+
+static void check_model(const char *file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
+    tokd_err err;
+    tokd_model *m = tokd_model_load(path, &err);
+    CHECK(m != NULL, "%s: %s", path, m ? "" : err.msg);
+    if (!m) return;
+    const size_t n = (size_t)STEPS * m->hp.n_vocab;
+    float *off = malloc(n * sizeof(float)), *on = malloc(n * sizeof(float));
+
+    CHECK(decode_alone(m, 2, false, off) == -1, "%s: the region ran while off", file);
+    CHECK(decode_alone(m, 2, true, on) == 1, "%s: the region did not run with 2 threads", file);
+    CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: the region's logits differ from forward.c's", file);
+    const size_t V = (size_t)m->hp.n_vocab;
+    bool untouched = true;
+    for (size_t v = 0; v < V; v++) untouched &= on[3 * V + v] == -7.0f;
+    CHECK(untouched, "%s: a step that asked for no logits wrote some", file);
+
+    CHECK(decode_turns(m, 2, false, off) == 0 && decode_turns(m, 2, true, on) == 0, "%s: decode failed", file);
+    CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: two sequences: the logits differ with the region on", file);
+
+    /* 3 threads do not split 2 or 4 KV heads evenly: forward.c's path, the same bits */
+    CHECK(decode_alone(m, 3, true, on) == 0, "%s: the region ran with 3 threads", file);
+    decode_alone(m, 1, false, off);
+    CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: 3 threads' logits differ from 1 thread's", file);
+    free(off);
+    free(on);
+    tokd_model_free(m);
+}
+
+int main(void) {
+    const char *models[] = {"stories260K.gguf",      "tiny-llama-f32.gguf",  "tiny-llama-F16.gguf",
+                            "tiny-llama-BF16.gguf",  "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf",
+                            "tiny-llama-Q4_K_M.gguf", "tiny-qwen2-F16.gguf", "tiny-qwen2-Q8_0.gguf"};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
+    T_DONE();
+}
