@@ -25,12 +25,12 @@
  *
  * TinyLlama shape, 2 threads, steps alternated in one process with forward.c's
  * (`tokd bench -p 0 -n 256 -r 2 -t 2`, medians of 257 paired step ratios; the null
- * flip reads 0.994-1.001): on cores on two dies, Q4_0 0.978-0.991 in 9 runs, Q4_K_M
- * 0.978-0.997, Q8_0 0.984-0.988; on one die 0.995-1.004 (BENCHMARKS.md, sixty-first
- * session). Gate and up claimed and stolen too, as O's rows are, measured 0.8-1.2 %
- * slower on two dies than the fixed shares, whose finishing thread reads down's first
- * rows while it waits; claimed in pairs (the same rows of both, then their SwiGLU),
- * 3-4 % slower. */
+ * flip reads 0.994-1.001): on cores on two dies, Q4_0 0.978-0.991 in 7 runs, Q4_K_M
+ * 0.989-0.995 in 3; on one die 0.997-1.000 (BENCHMARKS.md, sixty-first session). Up's
+ * rows claimed and stolen too, as O's are, measured 0.8-1.2 % slower on two dies than
+ * the fixed halves, whose finishing thread reads down's first rows while it waits;
+ * gate and up claimed in pairs (the same rows of both, then their SwiGLU), 3-4 %
+ * slower; their split moved toward the threads' measured rates, alike. */
 #include "decode_step.h"
 
 #include <sched.h>

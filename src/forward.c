@@ -3,7 +3,9 @@
  * Reads top to bottom like the maths (after llama2.c's run.c): embed → for each layer
  * { RMSNorm → Q,K,V (+bias) → RoPE → write K,V to the paged cache → attention over the
  * cache → output projection + residual → RMSNorm → SwiGLU FFN + residual } → final norm
- * → logits. The paging lives in kvcache.c, the per-type arithmetic in kernels/.
+ * → logits. The paging lives in kvcache.c, the per-type arithmetic in kernels/. A step
+ * of one sequence on several threads runs the same maths as one region (decode_step.c);
+ * everything else (prefill, batched decode, one thread) runs here, a region a product.
  *
  * Batch invariance: every value is reduced in an order fixed by the model's shapes and
  * absolute positions. Matmuls reduce each output with one vec_dot; attention walks the
