@@ -219,12 +219,34 @@ static void *shares_of(const tokd_ctx *c, share_slot s) {
     return (uint8_t *)c->step_shares + (size_t)s * c->step_slot_bytes;
 }
 
-/* The barrier ahead of a product whose rows are claimed (W; NULL: none follows): this
- * thread reads the front of its share while it waits. */
-static void barrier_before(tokd_ctx *c, int ith, int nth, unsigned epoch, const tokd_matrix *W) {
+/* The barrier ahead of a product whose rows are claimed (W, in `slot`; NULL: none
+ * follows): this thread resets its share, then reads the front of it while it waits. */
+static void barrier_before_claims(tokd_ctx *c, int ith, int nth, unsigned epoch, share_slot slot,
+                                  const tokd_matrix *W) {
     tokd_pool_window w = {NULL, 0};
-    if (W) w = tokd_matmul_shares_window(W, ith, nth, STEP_WINDOW_BYTES);
+    if (W) {
+        tokd_matmul_shares_reset(shares_of(c, slot), W, ith, nth);
+        w = tokd_matmul_shares_window(W, ith, nth, STEP_WINDOW_BYTES);
+    }
     step_barrier(c, ith, nth, epoch, w.ptr, w.len);
+}
+/* The barrier ahead of this thread's fixed rows [o0, o1) of W: it reads their front. */
+static void barrier_before_rows(tokd_ctx *c, int ith, int nth, unsigned epoch, const tokd_matrix *W, int64_t o0,
+                                int64_t o1) {
+    const void *win;
+    const size_t len = tokd_matmul_rows_span(W, o0, o1, &win);
+    step_barrier(c, ith, nth, epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
+}
+/* A product whose rows the threads claim (W in `slot`, after barrier_before_claims):
+ * this thread prepares x for it into act and computes the rows it claims into y. */
+static void claimed_product(tokd_ctx *c, int ith, int nth, share_slot slot, tokd_stage st, const tokd_matrix *W,
+                            const float *x, void *act, float *y) {
+    stage(ith, st);
+    const uint64_t t0 = tokd_profile_now();
+    const void *a = tokd_matmul_row_prepare(W, x, act);
+    profile_prep(ith, st, t0);
+    tokd_matmul_rows_shared(shares_of(c, slot), W, a, y, ith, nth, st);
+    stage(ith, TOKD_STAGE_OTHER);
 }
 
 static void step_thread(void *arg, int ith, int nth) {
@@ -289,28 +311,18 @@ static void step_thread(void *arg, int ith, int nth) {
                            scores);
         }
         stage(ith, TOKD_STAGE_OTHER);
-        const tokd_matrix *WO = &L->wo;
-        tokd_matmul_shares_reset(shares_of(c, SLOT_O), WO, ith, nth);
-        barrier_before(c, ith, nth, ++epoch, WO);
+        barrier_before_claims(c, ith, nth, ++epoch, SLOT_O, &L->wo);
         profile_tail(c, ith, nth, TOKD_STAGE_ATTENTION);
 
         /* O: every head's attention output in */
-        stage(ith, TOKD_STAGE_O);
-        t0 = tokd_profile_now();
-        const void *ao = tokd_matmul_row_prepare(WO, c->att, act[0]);
-        profile_prep(ith, TOKD_STAGE_O, t0);
-        tokd_matmul_rows_shared(shares_of(c, SLOT_O), WO, ao, y, ith, nth, TOKD_STAGE_O);
-        stage(ith, TOKD_STAGE_OTHER);
+        claimed_product(c, ith, nth, SLOT_O, TOKD_STAGE_O, &L->wo, c->att, act[0], y);
+
         /* gate and up: each thread its fixed rows of both, then their SwiGLU (below) */
         const tokd_matrix *WG = &L->w_gate, *WU = &L->w_up;
         int64_t g0, g1; /* this thread's rows of gate and up, and columns of SwiGLU */
         const int64_t ga = tokd_matmul_rows_align(WG), ua = tokd_matmul_rows_align(WU);
         share_rows(F, ga > ua ? ga : ua, ith, nth, &g0, &g1);
-        {
-            const void *win;
-            size_t len = tokd_matmul_rows_span(WG, g0, g1, &win);
-            step_barrier(c, ith, nth, ++epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
-        }
+        barrier_before_rows(c, ith, nth, ++epoch, WG, g0, g1);
         profile_tail(c, ith, nth, TOKD_STAGE_O);
 
         tokd_add_n(x, y, E);
@@ -325,39 +337,21 @@ static void step_thread(void *arg, int ith, int nth) {
         profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);
         tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
         stage(ith, TOKD_STAGE_OTHER);
-        const tokd_matrix *WD = &L->w_down;
-        tokd_matmul_shares_reset(shares_of(c, SLOT_DOWN), WD, ith, nth);
-        barrier_before(c, ith, nth, ++epoch, WD);
+        barrier_before_claims(c, ith, nth, ++epoch, SLOT_DOWN, &L->w_down);
         profile_tail(c, ith, nth, TOKD_STAGE_FFN_UP);
 
         /* down: every column of the SwiGLU product in */
-        stage(ith, TOKD_STAGE_FFN_DOWN);
-        t0 = tokd_profile_now();
-        const void *ad = tokd_matmul_row_prepare(WD, c->hg, act[0]);
-        profile_prep(ith, TOKD_STAGE_FFN_DOWN, t0);
-        tokd_matmul_rows_shared(shares_of(c, SLOT_DOWN), WD, ad, y, ith, nth, TOKD_STAGE_FFN_DOWN);
-        stage(ith, TOKD_STAGE_OTHER);
-        if (l + 1 < hp->n_layer) { /* the next layer's Q: this thread's heads */
-            const tokd_matrix *WQ = &m->layers[l + 1].wq;
-            const void *win;
-            size_t len = tokd_matmul_rows_span(WQ, (int64_t)h0 * group * hd, (int64_t)h1 * group * hd, &win);
-            step_barrier(c, ith, nth, ++epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
-        } else {
-            const tokd_matrix *WOUT = &m->output;
-            tokd_matmul_shares_reset(shares_of(c, SLOT_LOGITS), WOUT, ith, nth);
-            barrier_before(c, ith, nth, ++epoch, j->logits ? WOUT : NULL);
-        }
+        claimed_product(c, ith, nth, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down, c->hg, act[0], y);
+        if (l + 1 < hp->n_layer) /* the next layer's Q: this thread's heads */
+            barrier_before_rows(c, ith, nth, ++epoch, &m->layers[l + 1].wq, q0, q1);
+        else
+            barrier_before_claims(c, ith, nth, ++epoch, SLOT_LOGITS, j->logits ? &m->output : NULL);
         profile_tail(c, ith, nth, TOKD_STAGE_FFN_DOWN);
     }
     if (!j->logits) return;
     tokd_add_n(x, y, E);
     tokd_rmsnorm(xn, x, m->output_norm, E, hp->norm_eps);
-    stage(ith, TOKD_STAGE_LOGITS);
-    const tokd_matrix *WOUT = &m->output;
-    t0 = tokd_profile_now();
-    const void *a = tokd_matmul_row_prepare(WOUT, xn, act[0]);
-    profile_prep(ith, TOKD_STAGE_LOGITS, t0);
-    tokd_matmul_rows_shared(shares_of(c, SLOT_LOGITS), WOUT, a, j->logits, ith, nth, TOKD_STAGE_LOGITS);
+    claimed_product(c, ith, nth, SLOT_LOGITS, TOKD_STAGE_LOGITS, &m->output, xn, act[0], j->logits);
 }
 
 void tokd_decode_step(tokd_ctx *c, const tokd_batch_entry *e, float *logits) {

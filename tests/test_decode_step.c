@@ -17,6 +17,7 @@
 #include "decode_step.h"
 #include "model.h"
 #include "t.h"
+#include "t_model.h"
 
 #define STEPS 24
 
@@ -83,11 +84,7 @@ static int decode_turns(const tokd_model *m, int n_threads, bool region, float *
 }
 
 static void check_model(const char *file) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
-    tokd_err err;
-    tokd_model *m = tokd_model_load(path, &err);
-    CHECK(m != NULL, "%s: %s", path, m ? "" : err.msg);
+    tokd_model *m = t_load_model(file);
     if (!m) return;
     const size_t n = (size_t)STEPS * m->hp.n_vocab;
     float *off = malloc(n * sizeof(float)), *on = malloc(n * sizeof(float));

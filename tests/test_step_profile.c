@@ -13,6 +13,7 @@
 #include "kernels/step_profile.h"
 #include "model.h"
 #include "t.h"
+#include "t_model.h"
 
 #define STEPS 5
 
@@ -40,11 +41,7 @@ static int decode(const tokd_model *m, int n_threads, float *logits) {
 }
 
 static void check_model(const char *file) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", t_shared(), file);
-    tokd_err err;
-    tokd_model *m = tokd_model_load(path, &err);
-    CHECK(m != NULL, "%s: %s", path, m ? "" : err.msg);
+    tokd_model *m = t_load_model(file);
     if (!m) return;
     const tokd_hparams *hp = &m->hp;
     uint64_t want[TOKD_STAGE_COUNT] = {0};
