@@ -93,22 +93,6 @@ static bool splits_on_groups(const tokd_model *m, int nth) {
 
 static size_t round_line(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* A thread's scratch: x and the normed row (n_embd floats each), then three prepared
- * activation rows (Q, K and V may each want their own form). */
-static size_t act_slot_bytes(const tokd_model *m) {
-    const tokd_matrix *out = &m->output;
-    size_t most = round_line(tokd_matmul_scratch_bytes(out->tt, out->K, 1));
-    for (int32_t l = 0; l < m->hp.n_layer; l++) {
-        const tokd_layer *L = &m->layers[l];
-        const tokd_matrix *lm[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++) {
-            const size_t b = round_line(tokd_matmul_scratch_bytes(lm[i]->tt, lm[i]->K, 1));
-            if (b > most) most = b;
-        }
-    }
-    return most ? most : 64;
-}
-
 bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
     const int nth = tokd_pool_size(c->pool);
     if (n != 1 || nth < 2 || !c->step_on || c->observe) return false;
@@ -116,7 +100,9 @@ bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
         c->step_usable = splits_on_groups(c->m, nth);
         if (c->step_usable) {
             const size_t E = (size_t)c->m->hp.n_embd;
-            c->step_thread_bytes = 2 * round_line(E * sizeof(float)) + 3 * act_slot_bytes(c->m);
+            /* a thread's scratch: x and the normed row, then three prepared activation
+               rows (Q, K and V may each want their own form) */
+            c->step_thread_bytes = 2 * round_line(E * sizeof(float)) + 3 * round_line(tokd_act_scratch_bytes(c->m, 1));
             c->step_scratch = tokd_aligned_alloc((size_t)nth * c->step_thread_bytes);
             c->step_flags = tokd_aligned_alloc((size_t)nth * sizeof *c->step_flags);
             c->step_slot_bytes = round_line(tokd_matmul_shares_bytes(nth));

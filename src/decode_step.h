@@ -47,6 +47,9 @@ struct tokd_ctx {
     size_t step_slot_bytes;
 };
 
+/* The scratch any of the model's matrices needs for n_rows prepared activation rows
+ * (tokd_matmul_scratch_bytes; forward.c). */
+size_t tokd_act_scratch_bytes(const tokd_model *m, int64_t n_rows);
 /* Whether tokd_decode_step can run this batch (one entry, several threads, no observer,
  * the model's heads and rows split evenly enough); allocates its scratch on first use. */
 bool tokd_decode_step_usable(tokd_ctx *c, int32_t n);

@@ -49,6 +49,17 @@ void tokd_ctx_params_default(tokd_ctx_params *p) {
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
+size_t tokd_act_scratch_bytes(const tokd_model *m, int64_t n_rows) {
+    size_t act = tokd_matmul_scratch_bytes(m->output.tt, m->output.K, n_rows);
+    for (int32_t l = 0; l < m->hp.n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const tokd_matrix *lm[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++)
+            act = max_size(act, tokd_matmul_scratch_bytes(lm[i]->tt, lm[i]->K, n_rows));
+    }
+    return act ? act : 64;
+}
+
 /* Scratch buffer sizes for n_batch rows. */
 typedef struct {
     size_t x, xb, q, kv, ff, rope, act;
@@ -63,14 +74,7 @@ static void scratch_sizes(const tokd_model *m, int32_t n_batch, tokd_scratch_siz
     sz->kv = B * kvd * sizeof(float);
     sz->ff = B * hp->n_ff * sizeof(float);
     sz->rope = B * (size_t)hp->n_rot * sizeof(float);
-    size_t act = tokd_matmul_scratch_bytes(m->output.tt, m->output.K, (int64_t)B);
-    for (int32_t l = 0; l < hp->n_layer; l++) {
-        const tokd_layer *L = &m->layers[l];
-        const tokd_matrix *lm[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++)
-            act = max_size(act, tokd_matmul_scratch_bytes(lm[i]->tt, lm[i]->K, (int64_t)B));
-    }
-    sz->act = act ? act : 64;
+    sz->act = tokd_act_scratch_bytes(m, (int64_t)B);
 }
 
 uint64_t tokd_scratch_bytes(const tokd_model *m, const tokd_ctx_params *p) {
