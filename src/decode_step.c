@@ -49,8 +49,12 @@
 /* A thread waiting at a barrier spins this many TSC cycles (~95 us), then yields the core
  * each time round: on an oversubscribed machine the thread it waits for may need it. */
 #define STEP_SPIN_CYCLES 200000u
-/* What a thread that waits at a barrier reads of its next product (as forward.c's windows). */
-#define STEP_WINDOW_BYTES ((size_t)256 << 10)
+/* What a thread that waits at a barrier reads of its next product (as forward.c's
+ * windows), half an L2. Against 256 KB, steps alternated in one process on cores on two
+ * dies: Q4_0 0.9925, 0.9930, 0.9961, 0.9938, 0.9946, 0.9935, Q4_K_M 0.9945, 0.9906,
+ * 0.9972, where the null flip read 1.0003, 0.9967, 1.0008 in the same rounds; on one
+ * die 1.0001, 0.9985 (BENCHMARKS.md, sixty-first session). */
+#define STEP_WINDOW_BYTES ((size_t)512 << 10)
 
 /* The products whose rows the threads claim and steal, each with its shares' slot. */
 typedef enum { SLOT_O, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
