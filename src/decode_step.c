@@ -40,7 +40,6 @@
 
 #include "attention.h"
 #include "kernels/step_profile.h"
-#include "rope.h"
 #include "vecmath.h"
 
 /* Barriers a layer (each with its own epoch): after attention, O, SwiGLU and down. */
@@ -246,7 +245,6 @@ static void step_thread(void *arg, int ith, int nth) {
     const tokd_hparams *hp = &m->hp;
     const tokd_batch_entry *e = j->e;
     const int32_t E = hp->n_embd, hd = hp->head_dim, F = hp->n_ff, group = hp->n_head / hp->n_head_kv;
-    const int32_t bs = c->kv.block_size;
     const tokd_seq_table *seq = &c->seqs[e->seq];
     const size_t row_bytes = round_line((size_t)E * sizeof(float));
     uint8_t *mine = (uint8_t *)c->step_scratch + (size_t)ith * c->step_thread_bytes;
@@ -285,21 +283,10 @@ static void step_thread(void *arg, int ith, int nth) {
 
         /* their bias, RoPE, cache write and attention */
         stage(ith, TOKD_STAGE_ATTENTION);
-        const int32_t block = seq->blocks[e->pos / bs], slot = e->pos % bs;
-        for (int32_t h = h0; h < h1; h++) {
-            float *q = c->q + (size_t)h * group * hd, *k = c->k + (size_t)h * hd, *v = c->v + (size_t)h * hd;
-            if (L->bq)
-                for (int32_t d = 0; d < group * hd; d++) q[d] += L->bq[(size_t)h * group * hd + d];
-            if (L->bk)
-                for (int32_t d = 0; d < hd; d++) k[d] += L->bk[(size_t)h * hd + d];
-            if (L->bv)
-                for (int32_t d = 0; d < hd; d++) v[d] += L->bv[(size_t)h * hd + d];
-            tokd_rope_apply(q, group, hd, hp->n_rot, hp->rope_neox, c->rope);
-            tokd_rope_apply(k, 1, hd, hp->n_rot, hp->rope_neox, c->rope);
-            tokd_kv_store(&c->kv, block, l, h, slot, k, v);
-            tokd_attention(&c->kv, seq->blocks, l, h, e->pos + 1, q, group, hd, c->att + (size_t)h * group * hd,
-                           scores);
-        }
+        tokd_qkv_to_cache(c, l, e, c->rope, c->q, c->k, c->v, h0, h1);
+        for (int32_t h = h0; h < h1; h++)
+            tokd_attention(&c->kv, seq->blocks, l, h, e->pos + 1, c->q + (size_t)h * group * hd, group, hd,
+                           c->att + (size_t)h * group * hd, scores);
         stage(ith, TOKD_STAGE_OTHER);
         barrier_before_claims(c, ith, nth, ++epoch, SLOT_O, &L->wo);
         profile_tail(c, ith, nth, TOKD_STAGE_ATTENTION);

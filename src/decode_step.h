@@ -50,6 +50,11 @@ struct tokd_ctx {
 /* The scratch any of the model's matrices needs for n_rows prepared activation rows
  * (tokd_matmul_scratch_bytes; forward.c). */
 size_t tokd_act_scratch_bytes(const tokd_model *m, int64_t n_rows);
+/* One entry's KV heads [h0, h1) after the Q, K and V products (q, k, v: the entry's
+ * rows, its RoPE table rope): their biases, RoPE, and K and V written to the cache at
+ * the entry's position (forward.c; each head is independent of the others). */
+void tokd_qkv_to_cache(tokd_ctx *c, int32_t layer, const tokd_batch_entry *e, const float *rope, float *q, float *k,
+                       float *v, int32_t h0, int32_t h1);
 /* Whether tokd_decode_step can run this batch (one entry, several threads, no observer,
  * the model's heads and rows split evenly enough); allocates its scratch on first use. */
 bool tokd_decode_step_usable(tokd_ctx *c, int32_t n);

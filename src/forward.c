@@ -292,12 +292,32 @@ static void announce(tokd_pool *pool, int32_t n, const tokd_matrix *a, const tok
     tokd_matmul_prefetch_next(pool, c ? 3 : b ? 2 : 1, Ws, n, PREFETCH_BYTES);
 }
 
+void tokd_qkv_to_cache(tokd_ctx *c, int32_t layer, const tokd_batch_entry *e, const float *rope, float *q, float *k,
+                       float *v, int32_t h0, int32_t h1) {
+    const tokd_hparams *hp = &c->m->hp;
+    const tokd_layer *L = &c->m->layers[layer];
+    const int32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv, bs = c->kv.block_size;
+    const size_t q0 = (size_t)h0 * group * hd, q1 = (size_t)h1 * group * hd, k0 = (size_t)h0 * hd, k1 = (size_t)h1 * hd;
+    if (L->bq)
+        for (size_t d = q0; d < q1; d++) q[d] += L->bq[d];
+    if (L->bk)
+        for (size_t d = k0; d < k1; d++) k[d] += L->bk[d];
+    if (L->bv)
+        for (size_t d = k0; d < k1; d++) v[d] += L->bv[d];
+    tokd_rope_apply(q + q0, (h1 - h0) * group, hd, hp->n_rot, hp->rope_neox, rope);
+    tokd_rope_apply(k + k0, h1 - h0, hd, hp->n_rot, hp->rope_neox, rope);
+    const tokd_seq_table *s = &c->seqs[e->seq];
+    const int32_t block = s->blocks[e->pos / bs], slot = e->pos % bs;
+    /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
+    for (int32_t h = h0; h < h1; h++)
+        tokd_kv_store(&c->kv, block, layer, h, slot, k + (size_t)h * hd, v + (size_t)h * hd);
+}
+
 /* The layers and logits of a validated batch, each product a region of the pool. */
 static void forward_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, float *logits) {
     const tokd_model *m = c->m;
     const tokd_hparams *hp = &m->hp;
     const int32_t E = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd, F = hp->n_ff;
-    const int32_t bs = c->kv.block_size;
     tokd_pool *pool = c->pool;
     for (int32_t i = 0; i < n; i++)
         m->tok_embd.tt->to_float((const uint8_t *)m->tok_embd.data + (size_t)e[i].token * m->tok_embd.row_bytes,
@@ -315,19 +335,9 @@ static void forward_batch(tokd_ctx *c, const tokd_batch_entry *e, int32_t n, flo
             tokd_matmul_n(pool, 3, W3, c->xb, E, n, Y3, ld3, c->act);
             tokd_profile_enter(TOKD_STAGE_OTHER);
         }
-        for (int32_t i = 0; i < n; i++) {
-            float *q = c->q + (size_t)i * qd, *k = c->k + (size_t)i * kvd, *v = c->v + (size_t)i * kvd;
-            if (L->bq) for (int32_t d = 0; d < qd; d++) q[d] += L->bq[d];
-            if (L->bk) for (int32_t d = 0; d < kvd; d++) k[d] += L->bk[d];
-            if (L->bv) for (int32_t d = 0; d < kvd; d++) v[d] += L->bv[d];
-            tokd_rope_apply(q, hp->n_head, hd, hp->n_rot, hp->rope_neox, c->rope + (size_t)i * hp->n_rot);
-            tokd_rope_apply(k, hp->n_head_kv, hd, hp->n_rot, hp->rope_neox, c->rope + (size_t)i * hp->n_rot);
-            const tokd_seq_table *s = &c->seqs[e[i].seq];
-            int32_t block = s->blocks[e[i].pos / bs], slot = e[i].pos % bs;
-            /* the cache holds F16 values, as llama.cpp's default F16 KV cache */
-            for (int32_t h = 0; h < hp->n_head_kv; h++)
-                tokd_kv_store(&c->kv, block, l, h, slot, k + (size_t)h * hd, v + (size_t)h * hd);
-        }
+        for (int32_t i = 0; i < n; i++)
+            tokd_qkv_to_cache(c, l, &e[i], c->rope + (size_t)i * hp->n_rot, c->q + (size_t)i * qd,
+                              c->k + (size_t)i * kvd, c->v + (size_t)i * kvd, 0, hp->n_head_kv);
         attn_job aj = {c, e, n, l, tokd_pool_size(pool)};
         announce(pool, n, &L->wo, NULL, NULL);
         tokd_profile_enter(TOKD_STAGE_ATTENTION);
