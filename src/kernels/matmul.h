@@ -69,14 +69,6 @@ void tokd_matmul(tokd_pool *pool, const tokd_matrix *W, const float *X, int64_t 
 void tokd_matmul_n(tokd_pool *pool, int n_mats, const tokd_matrix *const *Ws, const float *X, int64_t ldx,
                    int64_t n_rows, float *const *Ys, const int64_t *ldys, void *scratch);
 
-/* Ya = epi(Wa X, Wb X), row by row, for two matrices of the same height (the FFN's gate
- * and up projections with SwiGLU). Prefill computes each chunk of rows in both matrices
- * and then passes it through epi(ya, yb, n) (which writes ya) while the weights stream;
- * decode (up to TOKD_DECODE_MAX_ROWS rows) runs tokd_matmul_n and then epi in a region of its own,
- * which streams the weights faster (matmul.c). epi(ya, yb, n, col0, width) gets columns
- * [col0, col0 + n) of a row `width` wide (ya and yb at column col0), and must compute
- * each element from its own inputs and column only, so the chunking changes no bit. Yb
- * holds Wb X afterwards. */
 /* One activation row with the split left to the caller (decode_step.c runs a whole decode
  * step as one region and gives each thread its own rows of every product). The row is
  * prepared for W's form into act (tokd_matmul_scratch_bytes(W->tt, W->K, 1) bytes,
@@ -91,6 +83,14 @@ int tokd_matmul_row_shared(const tokd_matrix *a, const tokd_matrix *b);
 /* The weight bytes outputs [o0, o1) of W read, from *start on (one run). */
 size_t tokd_matmul_rows_span(const tokd_matrix *W, int64_t o0, int64_t o1, const void **start);
 
+/* Ya = epi(Wa X, Wb X), row by row, for two matrices of the same height (the FFN's gate
+ * and up projections with SwiGLU). Prefill computes each chunk of rows in both matrices
+ * and then passes it through epi(ya, yb, n) (which writes ya) while the weights stream;
+ * decode (up to TOKD_DECODE_MAX_ROWS rows) runs tokd_matmul_n and then epi in a region of its own,
+ * which streams the weights faster (matmul.c). epi(ya, yb, n, col0, width) gets columns
+ * [col0, col0 + n) of a row `width` wide (ya and yb at column col0), and must compute
+ * each element from its own inputs and column only, so the chunking changes no bit. Yb
+ * holds Wb X afterwards. */
 typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n, int64_t col0, int64_t width);
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
                       int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
