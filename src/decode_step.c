@@ -49,11 +49,14 @@
  * each time round: on an oversubscribed machine the thread it waits for may need it. */
 #define STEP_SPIN_CYCLES 200000u
 /* What a thread that waits at a barrier reads of its next product (as forward.c's
- * windows), half an L2. Against 256 KB, steps alternated in one process on cores on two
- * dies: Q4_0 0.9925, 0.9930, 0.9961, 0.9938, 0.9946, 0.9935, Q4_K_M 0.9945, 0.9906,
- * 0.9972, where the null flip read 1.0003, 0.9967, 1.0008 in the same rounds; on one
- * die 1.0001, 0.9985 (BENCHMARKS.md, sixty-first session). */
-#define STEP_WINDOW_BYTES ((size_t)512 << 10)
+ * windows), an L2's worth. The waits before down are the longest (gate and up's fixed
+ * halves finish 15-43 us apart on cores on two dies), about what a core reads of 1 MB.
+ * Steps alternated in one process on cores on two dies, Q4_0: 512 KB against 256 KB
+ * 0.9925-0.9961 in 6 runs (sixty-first session); 1 MB against 512 KB 0.9952, 0.9932,
+ * 0.9953, 0.9931, 0.9988, and 2 MB 0.9973, 0.9939, 0.9948, 0.9924, where the null flip
+ * read 1.0000, 1.0001, 0.9991, 0.9990, 0.9981, 0.9996 in the same rounds (BENCHMARKS.md,
+ * sixty-second session). */
+#define STEP_WINDOW_BYTES ((size_t)1 << 20)
 
 /* The products whose rows the threads claim and steal, each with its shares' slot. */
 typedef enum { SLOT_O, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
