@@ -16,6 +16,13 @@
  *   other threads; of gate and up, a fixed share of the rows of both, and their SwiGLU;
  * - the rows of O, down and the logits are claimed and stolen as matmul.c's decode
  *   products' are (tokd_matmul_rows_shared);
+ * - O's and down's inputs (the heads' attention outputs, the SwiGLU columns) come from
+ *   every thread; where the weight type's preparation splits by columns (packed.h), each
+ *   thread prepares its own columns into one shared row before the barrier, instead of
+ *   each preparing the whole row from the others' floats after it: on cores on two dies,
+ *   steps alternated with the whole-row preparation, Q4_K_M 0.9919, 0.9859, 0.9907,
+ *   0.9927 where the null flip read 0.9973, 0.9903, 0.9985, 1.0009; Q4_0 0.9946, 0.9981,
+ *   1.0000 (null 0.9936-1.0021) (BENCHMARKS.md, sixty-second session);
  * - the threads meet at four barriers a layer: after attention (O needs every head),
  *   after O and after down (each thread adds the whole output into its x), after SwiGLU
  *   (down needs every column). A thread that arrives first reads the first bytes of its
@@ -97,6 +104,37 @@ static bool splits_on_groups(const tokd_model *m, int nth) {
     return true;
 }
 
+/* Whether W's prepared row splits at column `col` (tokd_matmul_row_cols_align). */
+static bool splits_at(const tokd_matrix *W, int64_t col) {
+    const int64_t a = tokd_matmul_row_cols_align(W);
+    return a > 0 && col % a == 0;
+}
+/* Whether every layer's O row can be prepared in parts, each thread the columns of its
+ * heads' attention output; and down's, each thread the SwiGLU columns of its gate and
+ * up rows. */
+static bool o_cols_split(const tokd_model *m, int nth) {
+    const tokd_hparams *hp = &m->hp;
+    for (int32_t l = 0; l < hp->n_layer; l++)
+        for (int t = 1; t < nth; t++) {
+            int32_t h0, h1;
+            head_share(hp, t, nth, &h0, &h1);
+            if (!splits_at(&m->layers[l].wo, (int64_t)h0 * (hp->n_head / hp->n_head_kv) * hp->head_dim)) return false;
+        }
+    return true;
+}
+static bool down_cols_split(const tokd_model *m, int nth) {
+    for (int32_t l = 0; l < m->hp.n_layer; l++) {
+        const tokd_layer *L = &m->layers[l];
+        const int64_t ga = tokd_matmul_rows_align(&L->w_gate), ua = tokd_matmul_rows_align(&L->w_up);
+        for (int t = 1; t < nth; t++) {
+            int64_t g0, g1;
+            share_rows(m->hp.n_ff, ga > ua ? ga : ua, t, nth, &g0, &g1);
+            if (!splits_at(&L->w_down, g0)) return false;
+        }
+    }
+    return true;
+}
+
 static size_t round_line(size_t n) { return (n + 63) & ~(size_t)63; }
 
 bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
@@ -113,6 +151,9 @@ bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
             c->step_flags = tokd_aligned_alloc((size_t)nth * sizeof *c->step_flags);
             c->step_slot_bytes = round_line(tokd_matmul_shares_bytes(nth));
             c->step_shares = tokd_aligned_alloc(SLOT_COUNT * c->step_slot_bytes);
+            c->step_xact = tokd_aligned_alloc(round_line(tokd_act_scratch_bytes(c->m, 1)));
+            c->step_x_o = o_cols_split(c->m, nth);
+            c->step_x_down = down_cols_split(c->m, nth);
             for (int t = 0; t < nth; t++) {
                 atomic_init(&c->step_flags[t].epoch, 0);
                 atomic_init(&c->step_flags[t].arrived, 0);
@@ -124,6 +165,7 @@ bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
 }
 
 void tokd_decode_step_free(tokd_ctx *c) {
+    free(c->step_xact);
     free(c->step_scratch);
     free(c->step_flags);
     free(c->step_shares);
@@ -197,6 +239,10 @@ static inline void profile_prep(int ith, tokd_stage st, uint64_t t0) {
     tokd_profile.prep_cycles[st] += __rdtsc() - t0;
     tokd_profile.regions[st]++;
 }
+/* Thread 0 counts the part of a preparation done before the product's barrier. */
+static inline void profile_prep_part(int ith, tokd_stage st, uint64_t t0) {
+    if (tokd_profile_on && ith == 0) tokd_profile.prep_cycles[st] += __rdtsc() - t0;
+}
 
 /* This thread's static rows [o0, o1) of W against act, into y; its bytes for the profile. */
 static size_t rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y) {
@@ -229,13 +275,25 @@ static void barrier_before_rows(tokd_ctx *c, int ith, int nth, unsigned epoch, c
     const size_t len = tokd_matmul_rows_span(W, o0, o1, &win);
     step_barrier(c, ith, nth, epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
 }
+/* This thread's columns [c0, c1) of x prepared for W into the step's shared row, before
+ * the barrier that hands the row to every thread (c->step_x_o, c->step_x_down). Each
+ * thread then reads the others' columns, a quarter of their floats' bytes, instead of
+ * preparing the whole row from the others' floats. */
+static void prepare_cols(tokd_ctx *c, int ith, tokd_stage st, const tokd_matrix *W, const float *x, int64_t c0,
+                         int64_t c1) {
+    const uint64_t t0 = tokd_profile_now();
+    tokd_matmul_row_prepare_cols(W, x, c->step_xact, c0, c1);
+    profile_prep_part(ith, st, t0);
+}
+
 /* A product whose rows the threads claim (W in `slot`, after barrier_before_claims):
- * this thread prepares x for it into act and computes the rows it claims into y. */
+ * this thread prepares x for it into act (x NULL: act holds the row, prepare_cols) and
+ * computes the rows it claims into y. */
 static void claimed_product(tokd_ctx *c, int ith, int nth, share_slot slot, tokd_stage st, const tokd_matrix *W,
                             const float *x, void *act, float *y) {
     stage(ith, st);
     const uint64_t t0 = tokd_profile_now();
-    const void *a = tokd_matmul_row_prepare(W, x, act);
+    const void *a = x ? tokd_matmul_row_prepare(W, x, act) : act;
     profile_prep(ith, st, t0);
     tokd_matmul_rows_shared(shares_of(c, slot), W, a, y, ith, nth, st);
     stage(ith, TOKD_STAGE_OTHER);
@@ -291,11 +349,13 @@ static void step_thread(void *arg, int ith, int nth) {
             tokd_attention(&c->kv, seq->blocks, l, h, e->pos + 1, c->q + (size_t)h * group * hd, group, hd,
                            c->att + (size_t)h * group * hd, scores);
         stage(ith, TOKD_STAGE_OTHER);
+        if (c->step_x_o) prepare_cols(c, ith, TOKD_STAGE_O, &L->wo, c->att, q0, q1);
         barrier_before_claims(c, ith, nth, ++epoch, SLOT_O, &L->wo);
         profile_tail(c, ith, nth, TOKD_STAGE_ATTENTION);
 
         /* O: every head's attention output in */
-        claimed_product(c, ith, nth, SLOT_O, TOKD_STAGE_O, &L->wo, c->att, act[0], y);
+        claimed_product(c, ith, nth, SLOT_O, TOKD_STAGE_O, &L->wo, c->step_x_o ? NULL : c->att,
+                        c->step_x_o ? c->step_xact : act[0], y);
 
         /* gate and up: each thread its fixed rows of both, then their SwiGLU (below) */
         const tokd_matrix *WG = &L->w_gate, *WU = &L->w_up;
@@ -317,11 +377,13 @@ static void step_thread(void *arg, int ith, int nth) {
         profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);
         tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
         stage(ith, TOKD_STAGE_OTHER);
+        if (c->step_x_down) prepare_cols(c, ith, TOKD_STAGE_FFN_DOWN, &L->w_down, c->hg, g0, g1);
         barrier_before_claims(c, ith, nth, ++epoch, SLOT_DOWN, &L->w_down);
         profile_tail(c, ith, nth, TOKD_STAGE_FFN_UP);
 
         /* down: every column of the SwiGLU product in */
-        claimed_product(c, ith, nth, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down, c->hg, act[0], y);
+        claimed_product(c, ith, nth, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down, c->step_x_down ? NULL : c->hg,
+                        c->step_x_down ? c->step_xact : act[0], y);
         if (l + 1 < hp->n_layer) /* the next layer's Q: this thread's heads */
             barrier_before_rows(c, ith, nth, ++epoch, &m->layers[l + 1].wq, q0, q1);
         else

@@ -45,6 +45,8 @@ struct tokd_ctx {
     size_t step_thread_bytes;
     void *step_shares;        /* the products' shares, one slot each (decode_step.c) */
     size_t step_slot_bytes;
+    void *step_xact;          /* O's or down's prepared row, each thread its columns */
+    bool step_x_o, step_x_down; /* whether O's and down's rows are prepared so, every layer */
 };
 
 /* The scratch any of the model's matrices needs for n_rows prepared activation rows

@@ -7,7 +7,8 @@
  *   - STEPS single-token steps with the step region on give exactly the logits of the
  *     same steps with it off (forward.c's products, each a pool region);
  *   - the region is what ran (the context says it could), and a step that asks for no
- *     logits writes none;
+ *     logits writes none; where the model's types and split allow it, O's and down's
+ *     prepared rows were written in parts, each thread its own columns;
  *   - two sequences decoded turn about, with a two-entry batch (forward.c's path) every
  *     few steps, read the cache each path wrote: the same logits as with the region off.
  * Where the threads cannot split the KV heads evenly (3 threads, 4 or 2 KV heads) the
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include "decode_step.h"
+#include "gguf.h"
+#include "kernels/packed.h"
 #include "model.h"
 #include "t.h"
 #include "t_model.h"
@@ -36,8 +39,9 @@ static tokd_ctx *new_ctx(const tokd_model *m, int n_threads, bool region) {
 static int32_t token_at(const tokd_model *m, int seq, int i) { return (i * 37 + 11 * seq + 5) % m->hp.n_vocab; }
 
 /* STEPS steps of sequence 0 alone, each one entry, into logits (STEPS x vocab). Returns
- * the context's step_usable after them, or -2 on an error. */
-static int decode_alone(const tokd_model *m, int n_threads, bool region, float *logits) {
+ * the context's step_usable after them, or -2 on an error; *split (unless NULL) says
+ * which prepared rows the threads wrote in parts: 1 O's, 2 down's. */
+static int decode_alone(const tokd_model *m, int n_threads, bool region, float *logits, int *split) {
     tokd_ctx *c = new_ctx(m, n_threads, region);
     if (!c) return -2;
     tokd_err err;
@@ -52,6 +56,7 @@ static int decode_alone(const tokd_model *m, int n_threads, bool region, float *
         rc = tokd_forward(c, &e, 1, logits + (size_t)i * V, &err);
     }
     const int usable = rc ? -2 : c->step_usable;
+    if (split) *split = usable == 1 ? (c->step_x_o ? 1 : 0) | (c->step_x_down ? 2 : 0) : 0;
     tokd_ctx_free(c);
     return usable;
 }
@@ -83,14 +88,21 @@ static int decode_turns(const tokd_model *m, int n_threads, bool region, float *
     return rc;
 }
 
-static void check_model(const char *file) {
+/* split: which prepared rows the threads should write in parts where the CPU packs the
+ * model's matrices (1 O's, 2 down's: decode_alone), at the split of 2 threads: O's where
+ * the second thread's first head starts on its type's column multiple (32 for the Q8_0
+ * layout, 256 for the K-quants'), down's where its SwiGLU columns do. */
+static void check_model(const char *file, int split) {
     tokd_model *m = t_load_model(file);
     if (!m) return;
     const size_t n = (size_t)STEPS * m->hp.n_vocab;
     float *off = malloc(n * sizeof(float)), *on = malloc(n * sizeof(float));
 
-    CHECK(decode_alone(m, 2, false, off) == -1, "%s: the region ran while off", file);
-    CHECK(decode_alone(m, 2, true, on) == 1, "%s: the region did not run with 2 threads", file);
+    int got = -1;
+    CHECK(decode_alone(m, 2, false, off, NULL) == -1, "%s: the region ran while off", file);
+    CHECK(decode_alone(m, 2, true, on, &got) == 1, "%s: the region did not run with 2 threads", file);
+    if (!tokd_packed_get(GGML_TYPE_Q4_0)) split = 0; /* nothing packed on this CPU */
+    CHECK(got == split, "%s: rows prepared in parts %d, expected %d", file, got, split);
     CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: the region's logits differ from forward.c's", file);
     const size_t V = (size_t)m->hp.n_vocab;
     bool untouched = true;
@@ -101,8 +113,8 @@ static void check_model(const char *file) {
     CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: two sequences: the logits differ with the region on", file);
 
     /* 3 threads do not split 2 or 4 KV heads evenly: forward.c's path, the same bits */
-    CHECK(decode_alone(m, 3, true, on) == 0, "%s: the region ran with 3 threads", file);
-    decode_alone(m, 1, false, off);
+    CHECK(decode_alone(m, 3, true, on, NULL) == 0, "%s: the region ran with 3 threads", file);
+    decode_alone(m, 1, false, off, NULL);
     CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: 3 threads' logits differ from 1 thread's", file);
     free(off);
     free(on);
@@ -110,9 +122,14 @@ static void check_model(const char *file) {
 }
 
 int main(void) {
-    const char *models[] = {"stories260K.gguf",      "tiny-llama-f32.gguf",  "tiny-llama-F16.gguf",
-                            "tiny-llama-BF16.gguf",  "tiny-llama-Q8_0.gguf", "tiny-llama-Q4_0.gguf",
-                            "tiny-llama-Q4_K_M.gguf", "tiny-qwen2-F16.gguf", "tiny-qwen2-Q8_0.gguf"};
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
+    /* the tiny models: 2 KV heads, the second thread's heads from column 128 (qwen2: 128
+       too), FFN 512 (its SwiGLU columns from 256); Q4_K_M's O is Q4_K */
+    const struct {
+        const char *file;
+        int split;
+    } models[] = {{"stories260K.gguf", 0},     {"tiny-llama-f32.gguf", 0},    {"tiny-llama-F16.gguf", 0},
+                  {"tiny-llama-BF16.gguf", 0}, {"tiny-llama-Q8_0.gguf", 3},   {"tiny-llama-Q4_0.gguf", 3},
+                  {"tiny-llama-Q4_K_M.gguf", 2}, {"tiny-qwen2-F16.gguf", 0}, {"tiny-qwen2-Q8_0.gguf", 3}};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i].file, models[i].split);
     T_DONE();
 }

@@ -9,7 +9,8 @@
  * Through tokd_matmul, a packed matrix gives the same bits for any row count, chunking
  * and thread count. The AVX2 kernels (with and without AVX-VNNI) and their activation
  * preparation are checked the same way on any CPU that can run them,
- * whichever path the process runs. */
+ * whichever path the process runs. A row prepared in parts, column ranges at a time,
+ * has the whole row's bytes. */
 #include <math.h>
 #include <string.h>
 
@@ -265,6 +266,39 @@ static void check_extremes(uint32_t type, const tokd_packed_traits *pk) {
     free(w);
 }
 
+/* An activation row prepared in parts (tokd_packed_prep_cols: decode_step.c's threads
+ * each prepare their own columns into one row) has the bytes of the whole row prepared at
+ * once: parts cut at the preparation's column multiple, written last part first, at a K
+ * whose blocks do not fill the AVX-512 preparation's sixteen-block steps. IQ4_XS's
+ * preparation does not split. */
+static void check_prep_cols(uint32_t type, const tokd_packed_traits *pk) {
+    const tokd_type_traits *tt = tokd_type_get(type);
+    const int64_t align = tokd_packed_prep_cols_align(pk);
+    const int kquant = type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
+                       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+    if (type == GGML_TYPE_IQ4_XS) {
+        CHECK(align == 0, "%s: the preparation does not split by columns", tt->name);
+        return;
+    }
+    CHECK(align == (kquant ? 256 : 32), "%s: the preparation splits every %lld columns", tt->name, (long long)align);
+    if (align <= 0) return;
+    const int64_t K = kquant ? 2304 : 4128, n = K / align;
+    const int64_t cuts[] = {0, 3 * align, n / 2 * align, (n - 1) * align, K};
+    const size_t bytes = pk->act_bytes(K);
+    float *x = tokd_xmalloc(sizeof(float) * (size_t)K);
+    for (int64_t i = 0; i < K; i++) x[i] = t_rand_half(&rng) * (i % 5 == 0 ? 4.0f : 1.0f);
+    uint8_t *whole = tokd_aligned_alloc(bytes + 64), *parts = tokd_aligned_alloc(bytes + 64);
+    memset(whole, 0x5A, bytes + 64);
+    memset(parts, 0x5A, bytes + 64);
+    pk->prep(x, whole, K);
+    for (int i = 3; i >= 0; i--) tokd_packed_prep_cols(pk, x, parts, K, cuts[i], cuts[i + 1]);
+    CHECK(memcmp(whole, parts, bytes + 64) == 0, "%s K=%lld: the row prepared in four parts equals the whole row",
+          tt->name, (long long)K);
+    free(x);
+    free(whole);
+    free(parts);
+}
+
 int main(void) {
     tokd_kernels_init();
     const tokd_cpu_features *c = tokd_cpu();
@@ -288,7 +322,7 @@ int main(void) {
             CHECK(pk != NULL, "no packed form for type %u on an AVX-512 VNNI CPU", types[i]);
         }
         if (pk) check_type(types[i], pk, pool2);
-        if (pk) check_extremes(types[i], pk);
+        if (pk) check_extremes(types[i], pk), check_prep_cols(types[i], pk);
         /* a form with groups of 32 rows keeps a 16-row form for heights that are odd
            multiples of 16 (tokd_packed_fit) */
         if (pk && pk->group_rows != 16) {
@@ -307,7 +341,7 @@ int main(void) {
         CHECK((pk != NULL) == simd && !tokd_packed_get_avx2(iq4_types[i]), "type %u packed %s on the %s path", iq4_types[i],
               pk ? "offered" : "not offered", tokd_kernels_path());
         if (pk) check_type(iq4_types[i], pk, pool2);
-        if (pk) check_extremes(iq4_types[i], pk);
+        if (pk) check_extremes(iq4_types[i], pk), check_prep_cols(iq4_types[i], pk);
     }
     /* an AVX-512 VNNI CPU runs an AVX-512 kernel for every type (Q6_K, Q3_K and Q2_K's
        need GFNI too; packed.c), Q4_1 and Q5_1 included */
@@ -327,8 +361,8 @@ int main(void) {
             CHECK(plain != NULL, "AVX2 offers type %u", avx2_types[i]);
             CHECK((vnni != NULL) == c->avxvnni && tokd_packed_get_avx2(avx2_types[i]) == (c->avxvnni ? vnni : plain),
                   "type %u: the AVX2 form takes the AVX-VNNI kernel exactly where the CPU has AVX-VNNI", avx2_types[i]);
-            if (plain) check_type(avx2_types[i], plain, pool2), check_extremes(avx2_types[i], plain);
-            if (vnni) check_type(avx2_types[i], vnni, pool2), check_extremes(avx2_types[i], vnni);
+            if (plain) check_type(avx2_types[i], plain, pool2), check_extremes(avx2_types[i], plain), check_prep_cols(avx2_types[i], plain);
+            if (vnni) check_type(avx2_types[i], vnni, pool2), check_extremes(avx2_types[i], vnni), check_prep_cols(avx2_types[i], vnni);
             if (plain && vnni) CHECK(plain->gemm != vnni->gemm, "type %u: two distinct AVX2 kernels", avx2_types[i]);
         }
     }

@@ -814,6 +814,12 @@ const void *tokd_matmul_row_prepare(const tokd_matrix *W, const float *x, void *
 
 int64_t tokd_matmul_rows_align(const tokd_matrix *W) { return W->pk ? W->pk->group_rows : UNIT; }
 
+int64_t tokd_matmul_row_cols_align(const tokd_matrix *W) { return W->pk ? tokd_packed_prep_cols_align(W->pk) : 0; }
+
+void tokd_matmul_row_prepare_cols(const tokd_matrix *W, const float *x, void *act, int64_t c0, int64_t c1) {
+    if (W->pk) tokd_packed_prep_cols(W->pk, x, act, W->K, c0, c1);
+}
+
 void tokd_matmul_rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y) {
     if (o0 >= o1) return;
     matmul_job j;

@@ -80,6 +80,13 @@ int64_t tokd_matmul_rows_align(const tokd_matrix *W);
 void tokd_matmul_rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y);
 /* Whether a row prepared for a serves b (the same bytes). */
 int tokd_matmul_row_shared(const tokd_matrix *a, const tokd_matrix *b);
+/* A row prepared in parts by several threads, each its own columns, into one act: the
+ * column multiple at which W's preparation splits, or 0 where it does not (W not packed,
+ * or a packed form whose preparation does not split: packed.h). Columns [c0, c1) of x
+ * (c0 and c1 multiples of it, or c1 = K) then go into their places in act, the bytes
+ * tokd_matmul_row_prepare writes there. */
+int64_t tokd_matmul_row_cols_align(const tokd_matrix *W);
+void tokd_matmul_row_prepare_cols(const tokd_matrix *W, const float *x, void *act, int64_t c0, int64_t c1);
 /* The weight bytes outputs [o0, o1) of W read, from *start on (one run). */
 size_t tokd_matmul_rows_span(const tokd_matrix *W, int64_t o0, int64_t o1, const void **start);
 

@@ -592,6 +592,51 @@ static const tokd_packed_traits PACKED_AVXVNNI[] = {
      q2_K_ref_dot, 0, 16},
 };
 
+/* How each preparation splits by columns (tokd_packed_prep_cols): the Q8_0 layout's
+ * blocks, through the block-range form of its SIMD preparation with the form's bias, or
+ * the K-quants' super-blocks, whose bytes lie together (sb_bytes each). A preparation not
+ * listed (IQ4_XS's) does not split. */
+typedef struct {
+    void (*prep)(const float *x, void *dst, int64_t K);
+    void (*blocks)(const float *x, void *dst, int64_t K, int64_t b0, int64_t b1, int32_t bias);
+    int32_t bias;
+    size_t sb_bytes; /* K-quants: prepared bytes a super-block (blocks NULL) */
+} prep_split;
+static const prep_split PREP_SPLITS[] = {
+    {q4_0_prep, tokd_packed_prep_blocks_avx512, 8, 0},
+    {q8_0_prep, tokd_packed_prep_blocks_avx512, 128, 0},
+    {q5_0_prep, tokd_packed_prep_blocks_avx512, 16, 0},
+    {q4_1_prep, tokd_packed_prep_blocks_avx512, TOKD_PK_BIAS_S, 0},
+    {q4_0_prep_avx2, tokd_packed_prep_blocks_avx2, 8, 0},
+    {q8_0_prep_avx2, tokd_packed_prep_blocks_avx2, 0, 0},
+    {q5_0_prep_avx2, tokd_packed_prep_blocks_avx2, 16, 0},
+    {q4_1_prep_avx2, tokd_packed_prep_blocks_avx2, TOKD_PK_BIAS_S, 0},
+    {q4_K_prep, NULL, 0, Q4K_ACT_BYTES},
+    {q6_K_prep, NULL, 0, Q6K_ACT_BYTES},
+    {q3_K_prep, NULL, 0, Q6K_ACT_BYTES},
+    {q2_K_prep, NULL, 0, Q6K_ACT_BYTES},
+};
+static const prep_split *split_of(const tokd_packed_traits *pk) {
+    for (size_t i = 0; i < sizeof PREP_SPLITS / sizeof PREP_SPLITS[0]; i++)
+        if (PREP_SPLITS[i].prep == pk->prep) return &PREP_SPLITS[i];
+    return NULL;
+}
+
+int64_t tokd_packed_prep_cols_align(const tokd_packed_traits *pk) {
+    const prep_split *sp = split_of(pk);
+    return !sp ? 0 : sp->blocks ? QK : TOKD_QK_K;
+}
+
+void tokd_packed_prep_cols(const tokd_packed_traits *pk, const float *x, void *dst, int64_t K, int64_t c0, int64_t c1) {
+    const prep_split *sp = split_of(pk);
+    if (!sp || c0 >= c1) return;
+    if (sp->blocks) {
+        sp->blocks(x, dst, K, c0 / QK, c1 / QK, sp->bias);
+        return;
+    }
+    pk->prep(x + c0, (uint8_t *)dst + (size_t)(c0 / TOKD_QK_K) * sp->sb_bytes, c1 - c0);
+}
+
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {
     for (size_t i = 0; i < n; i++)
         if (table[i].id == type) return &table[i];

@@ -274,6 +274,19 @@ const tokd_packed_traits *tokd_packed_get_avx2_form(uint32_t type, int vnni);
 void tokd_packed_prep_ref(const float *x, void *dst, int64_t K, int32_t bias);
 void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias);
 void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias);
+/* The same for blocks [b0, b1) of x (all K values) only, in their places in dst's row
+ * of K: each block's bytes depend on its own 32 values alone. */
+void tokd_packed_prep_blocks_avx512(const float *x, void *dst, int64_t K, int64_t b0, int64_t b1, int32_t bias);
+void tokd_packed_prep_blocks_avx2(const float *x, void *dst, int64_t K, int64_t b0, int64_t b1, int32_t bias);
+
+/* An activation row prepared in parts, columns [c0, c1) by each of several threads
+ * (decode_step.c exchanges them instead of each thread preparing the whole row): the
+ * column multiple at which pk's preparation splits (32 for the Q8_0 layout's blocks, 256
+ * for the K-quants' super-blocks), or 0 where it does not (IQ4_XS). */
+int64_t tokd_packed_prep_cols_align(const tokd_packed_traits *pk);
+/* Columns [c0, c1) of x (all K values; c0 and c1 multiples of that, or c1 = K) into
+ * their places in dst, a prepared row of K columns: the bytes pk->prep writes there. */
+void tokd_packed_prep_cols(const tokd_packed_traits *pk, const float *x, void *dst, int64_t K, int64_t c0, int64_t c1);
 
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,

@@ -74,14 +74,15 @@ enum { K16_Q6, K16_Q3, K16_Q2 }; /* packed_avx2_gemm.h's k16_tile: the three lay
  * vmaxps's operand order so that a NaN |x| is passed over as fmaxf does, q = vcvtps2dq
  * (round to even; NaN becomes INT_MIN, clamped to -127 as the scalar quantiser does),
  * d = amax/127 through fp16. */
-TGT void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias) {
+TGT void tokd_packed_prep_blocks_avx2(const float *x, void *dst, int64_t K, int64_t b0, int64_t b1, int32_t bias) {
     const int64_t nb = K / 32;
     uint8_t *qs = dst;
     float *dy = (float *)(qs + nb * 32);
     int32_t *corr = (int32_t *)(dy + nb);
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-    for (int64_t b = 0; b < nb; b++, x += 32) {
+    x += b0 * 32;
+    for (int64_t b = b0; b < b1; b++, x += 32) {
         __m256 v[4], m = _mm256_setzero_ps();
         for (int i = 0; i < 4; i++) {
             v[i] = _mm256_loadu_ps(x + 8 * i);
@@ -113,4 +114,7 @@ TGT void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bia
             corr[b] = -bias * qsum;
         }
     }
+}
+void tokd_packed_prep_avx2(const float *x, void *dst, int64_t K, int32_t bias) {
+    tokd_packed_prep_blocks_avx2(x, dst, K, 0, K / 32, bias);
 }

@@ -454,15 +454,17 @@ PK_GEMM_ENTRY(tokd_packed_iq4_xs_gemm_avx512vnni, PK_IQ4_XS)
 #define PREP_MAX(a, b) _mm512_max_ps(a, b)
 #define PREP_ADD(a, b) _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)))
 
-TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias) {
+TGT void tokd_packed_prep_blocks_avx512(const float *x, void *dst, int64_t K, int64_t b0, int64_t b1, int32_t bias) {
     const int64_t nb = K / 32;
     uint8_t *qs = dst;
     float *dy = (float *)(qs + nb * 32);
     int32_t *corr = (int32_t *)(dy + nb);
     const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-    int64_t b = 0;
-    /* sixteen blocks at a time: their maxima, scales and sums reduced together */
-    for (; b + 16 <= nb; b += 16, x += 512) {
+    int64_t b = b0;
+    x += b0 * 32;
+    /* sixteen blocks at a time: their maxima, scales and sums reduced together (each
+       block's bytes are those of the one-block loop below) */
+    for (; b + 16 <= b1; b += 16, x += 512) {
         __m512 m[16], s[16];
         for (int i = 0; i < 16; i++)
             m[i] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * i + 16)),
@@ -493,7 +495,7 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
         else
             _mm512_storeu_si512(corr + b, _mm512_mullo_epi32(_mm512_castps_si512(sums), _mm512_set1_epi32(-bias)));
     }
-    for (; b < nb; b++, x += 32) {
+    for (; b < b1; b++, x += 32) {
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
         __m512 m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
         float amax = _mm512_reduce_max_ps(m);
@@ -513,6 +515,9 @@ TGT void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t b
             corr[b] = -bias * qsum;
         }
     }
+}
+void tokd_packed_prep_avx512(const float *x, void *dst, int64_t K, int32_t bias) {
+    tokd_packed_prep_blocks_avx512(x, dst, K, 0, K / 32, bias);
 }
 
 /* The K-quants with mins (Q2_K, Q4_K): per activation row of a super-block's tile (the
