@@ -299,6 +299,20 @@ static void claimed_product(tokd_ctx *c, int ith, int nth, share_slot slot, tokd
     stage(ith, TOKD_STAGE_OTHER);
 }
 
+/* A claimed product (W in `slot`, stage st) whose input x every thread wrote part of,
+ * this thread columns [c0, c1) (O: its heads' attention outputs; down: its SwiGLU
+ * columns), after barrier `epoch`, which ends stage `before`. With `split` this thread
+ * prepares its columns into the shared row before the barrier (prepare_cols) and every
+ * thread reads the row from there; else each prepares the whole row from x into act. */
+static void gathered_product(tokd_ctx *c, int ith, int nth, unsigned epoch, tokd_stage before, share_slot slot,
+                             tokd_stage st, const tokd_matrix *W, bool split, const float *x, int64_t c0, int64_t c1,
+                             void *act, float *y) {
+    if (split) prepare_cols(c, ith, st, W, x, c0, c1);
+    barrier_before_claims(c, ith, nth, epoch, slot, W);
+    profile_tail(c, ith, nth, before);
+    claimed_product(c, ith, nth, slot, st, W, split ? NULL : x, split ? c->step_xact : act, y);
+}
+
 static void step_thread(void *arg, int ith, int nth) {
     step_job *j = arg;
     tokd_ctx *c = j->c;
@@ -349,13 +363,10 @@ static void step_thread(void *arg, int ith, int nth) {
             tokd_attention(&c->kv, seq->blocks, l, h, e->pos + 1, c->q + (size_t)h * group * hd, group, hd,
                            c->att + (size_t)h * group * hd, scores);
         stage(ith, TOKD_STAGE_OTHER);
-        if (c->step_x_o) prepare_cols(c, ith, TOKD_STAGE_O, &L->wo, c->att, q0, q1);
-        barrier_before_claims(c, ith, nth, ++epoch, SLOT_O, &L->wo);
-        profile_tail(c, ith, nth, TOKD_STAGE_ATTENTION);
 
         /* O: every head's attention output in */
-        claimed_product(c, ith, nth, SLOT_O, TOKD_STAGE_O, &L->wo, c->step_x_o ? NULL : c->att,
-                        c->step_x_o ? c->step_xact : act[0], y);
+        gathered_product(c, ith, nth, ++epoch, TOKD_STAGE_ATTENTION, SLOT_O, TOKD_STAGE_O, &L->wo, c->step_x_o, c->att,
+                         q0, q1, act[0], y);
 
         /* gate and up: each thread its fixed rows of both, then their SwiGLU (below) */
         const tokd_matrix *WG = &L->w_gate, *WU = &L->w_up;
@@ -377,13 +388,10 @@ static void step_thread(void *arg, int ith, int nth) {
         profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);
         tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
         stage(ith, TOKD_STAGE_OTHER);
-        if (c->step_x_down) prepare_cols(c, ith, TOKD_STAGE_FFN_DOWN, &L->w_down, c->hg, g0, g1);
-        barrier_before_claims(c, ith, nth, ++epoch, SLOT_DOWN, &L->w_down);
-        profile_tail(c, ith, nth, TOKD_STAGE_FFN_UP);
 
         /* down: every column of the SwiGLU product in */
-        claimed_product(c, ith, nth, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down, c->step_x_down ? NULL : c->hg,
-                        c->step_x_down ? c->step_xact : act[0], y);
+        gathered_product(c, ith, nth, ++epoch, TOKD_STAGE_FFN_UP, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down,
+                         c->step_x_down, c->hg, g0, g1, act[0], y);
         if (l + 1 < hp->n_layer) /* the next layer's Q: this thread's heads */
             barrier_before_rows(c, ith, nth, ++epoch, &m->layers[l + 1].wq, q0, q1);
         else
