@@ -146,12 +146,13 @@ bool tokd_decode_step_usable(tokd_ctx *c, int32_t n) {
             const size_t E = (size_t)c->m->hp.n_embd;
             /* a thread's scratch: x and the normed row, then three prepared activation
                rows (Q, K and V may each want their own form) */
-            c->step_thread_bytes = 2 * round_line(E * sizeof(float)) + 3 * round_line(tokd_act_scratch_bytes(c->m, 1));
+            const size_t act_row = round_line(tokd_act_scratch_bytes(c->m, 1));
+            c->step_thread_bytes = 2 * round_line(E * sizeof(float)) + 3 * act_row;
             c->step_scratch = tokd_aligned_alloc((size_t)nth * c->step_thread_bytes);
             c->step_flags = tokd_aligned_alloc((size_t)nth * sizeof *c->step_flags);
             c->step_slot_bytes = round_line(tokd_matmul_shares_bytes(nth));
             c->step_shares = tokd_aligned_alloc(SLOT_COUNT * c->step_slot_bytes);
-            c->step_xact = tokd_aligned_alloc(round_line(tokd_act_scratch_bytes(c->m, 1)));
+            c->step_xact = tokd_aligned_alloc(act_row);
             c->step_x_o = o_cols_split(c->m, nth);
             c->step_x_down = down_cols_split(c->m, nth);
             for (int t = 0; t < nth; t++) {
@@ -233,15 +234,15 @@ static void profile_share(int ith, tokd_stage st, uint64_t t0, size_t bytes) {
     tokd_profile.share_cycles[ith][st] += __rdtsc() - t0;
     tokd_profile.share_bytes[ith][st] += bytes;
 }
-/* Thread 0 counts a product and its preparation, begun at t0, in stage st. */
-static inline void profile_prep(int ith, tokd_stage st, uint64_t t0) {
-    if (!tokd_profile_on || ith != 0) return;
-    tokd_profile.prep_cycles[st] += __rdtsc() - t0;
-    tokd_profile.regions[st]++;
-}
-/* Thread 0 counts the part of a preparation done before the product's barrier. */
+/* Thread 0 counts preparation time since t0 in stage st (part of it may come before
+ * the product's barrier: prepare_cols). */
 static inline void profile_prep_part(int ith, tokd_stage st, uint64_t t0) {
     if (tokd_profile_on && ith == 0) tokd_profile.prep_cycles[st] += __rdtsc() - t0;
+}
+/* Thread 0 counts a product and its preparation, begun at t0, in stage st. */
+static inline void profile_prep(int ith, tokd_stage st, uint64_t t0) {
+    profile_prep_part(ith, st, t0);
+    if (tokd_profile_on && ith == 0) tokd_profile.regions[st]++;
 }
 
 /* This thread's static rows [o0, o1) of W against act, into y; its bytes for the profile. */
