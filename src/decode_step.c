@@ -23,6 +23,12 @@
  *   steps alternated with the whole-row preparation, Q4_K_M 0.9919, 0.9859, 0.9907,
  *   0.9927 where the null flip read 0.9973, 0.9903, 0.9985, 1.0009; Q4_0 0.9946, 0.9981,
  *   1.0000 (null 0.9936-1.0021) (BENCHMARKS.md, sixty-second session);
+ * - the other thread read that row last layer, so each line this thread writes there
+ *   would first wait for the other core's copy to be invalidated: on cores on two dies,
+ *   down's half row took 2.9-4.2 us to prepare against 0.9-1.5 with its lines claimed
+ *   (one store to each, claim_cols) before the product ahead of it, where the
+ *   invalidations overlap the stream; steps alternated, Q4_0 0.9900-1.0030 (median
+ *   0.9954) against a null flip's 0.9978-1.0024 (BENCHMARKS.md, sixty-third session);
  * - the threads meet at four barriers a layer: after attention (O needs every head),
  *   after O and after down (each thread adds the whole output into its x), after SwiGLU
  *   (down needs every column). A thread that arrives first reads the first bytes of its
@@ -300,6 +306,14 @@ static void claimed_product(tokd_ctx *c, int ith, int nth, share_slot slot, tokd
     stage(ith, TOKD_STAGE_OTHER);
 }
 
+/* Early in the layer, ahead of a product that streams weights: this thread's lines of
+ * the shared row that it will prepare columns [c0, c1) of for W (prepare_cols), taken
+ * back from the other cores, which read the row last. The row is idle then: its readers
+ * finished at the barrier before, and its writers write after this. */
+static void claim_cols(tokd_ctx *c, bool split, const tokd_matrix *W, int64_t c0, int64_t c1) {
+    if (split) tokd_matmul_row_claim_cols(W, c->step_xact, c0, c1);
+}
+
 /* A claimed product (W in `slot`, stage st) whose input x every thread wrote part of,
  * this thread columns [c0, c1) (O: its heads' attention outputs; down: its SwiGLU
  * columns), after barrier `epoch`, which ends stage `before`. With `split` this thread
@@ -352,6 +366,7 @@ static void step_thread(void *arg, int ith, int nth) {
                          : tokd_matmul_row_shared(&L->wk, &L->wv) ? ak
                                                                   : tokd_matmul_row_prepare(&L->wv, xn, act[2]);
         profile_prep(ith, TOKD_STAGE_QKV, t0);
+        claim_cols(c, c->step_x_o, &L->wo, q0, q1); /* down read the row last */
         t0 = tokd_profile_now();
         const size_t bytes =
             rows(&L->wq, aq, q0, q1, c->q) + rows(&L->wk, ak, k0, k1, c->k) + rows(&L->wv, av, k0, k1, c->v);
@@ -384,6 +399,7 @@ static void step_thread(void *arg, int ith, int nth) {
         const void *ag = tokd_matmul_row_prepare(WG, xn, act[0]);
         const void *au = tokd_matmul_row_shared(WG, WU) ? ag : tokd_matmul_row_prepare(WU, xn, act[1]);
         profile_prep(ith, TOKD_STAGE_FFN_UP, t0);
+        claim_cols(c, c->step_x_down, &L->w_down, g0, g1); /* O read the row last */
         t0 = tokd_profile_now();
         const size_t gu_bytes = rows(WG, ag, g0, g1, c->hg) + rows(WU, au, g0, g1, c->hu);
         profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);

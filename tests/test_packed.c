@@ -271,6 +271,61 @@ static void check_extremes(uint32_t type, const tokd_packed_traits *pk) {
  * once: parts cut at the preparation's column multiple, written last part first, at a K
  * whose blocks do not fill the AVX-512 preparation's sixteen-block steps. IQ4_XS's
  * preparation does not split. */
+/* Columns [c0, c1) of a prepared row of K (`whole`: the row prepared at once):
+ * - tokd_packed_prep_cols_spans's runs hold every byte tokd_packed_prep_cols writes (a
+ *   byte counts as written where it differs from the fill in either of two runs, filled
+ *   0x00 and 0xFF); bytes of the runs it leaves alone are padding no kernel reads (Q2_K's
+ *   32 a super-block). covered[] counts each byte's runs, for check_prep_cols to find
+ *   runs of different columns that overlap;
+ * - tokd_packed_prep_cols_claim writes only whole lines inside the runs, and preparing
+ *   the columns afterwards gives whole's bytes everywhere but in the padding. */
+static void check_prep_cols_spans(const tokd_packed_traits *pk, const float *x, int64_t K, int64_t c0, int64_t c1,
+                                  const uint8_t *whole, uint8_t *covered) {
+    const char *name = tokd_type_get(pk->id)->name;
+    const size_t bytes = pk->act_bytes(K);
+    uint8_t *a = tokd_aligned_alloc(bytes), *b = tokd_aligned_alloc(bytes), *in = calloc(bytes, 1);
+    tokd_prep_span spans[TOKD_PREP_SPANS];
+    const int n = tokd_packed_prep_cols_spans(pk, K, c0, c1, spans);
+    CHECK(n >= 1 && n <= TOKD_PREP_SPANS, "%s: columns [%lld, %lld) in %d runs", name, (long long)c0, (long long)c1, n);
+    for (int i = 0; i < n; i++) {
+        CHECK(spans[i].off + spans[i].len <= bytes, "%s: run %d inside the row", name, i);
+        for (size_t k = spans[i].off; k < spans[i].off + spans[i].len && k < bytes; k++) in[k] = 1, covered[k]++;
+    }
+    memset(a, 0x00, bytes);
+    memset(b, 0xFF, bytes);
+    tokd_packed_prep_cols(pk, x, a, K, c0, c1);
+    tokd_packed_prep_cols(pk, x, b, K, c0, c1);
+    size_t stray = 0, padding = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        const int written = a[i] != 0x00 || b[i] != 0xFF;
+        stray += written && !in[i];
+        padding += in[i] && !written;
+        a[i] = (uint8_t)written; /* kept: which bytes the columns write */
+    }
+    CHECK(stray == 0 && padding <= (size_t)(c1 - c0) / 8, "%s K=%lld: columns [%lld, %lld) write %zu bytes outside their runs, leave %zu of them",
+          name, (long long)K, (long long)c0, (long long)c1, stray, padding);
+    memcpy(b, whole, bytes);
+    tokd_packed_prep_cols_claim(pk, b, K, c0, c1);
+    size_t outside = 0, changed = 0, lines_in = 0;
+    for (size_t line = 0; line + 64 <= bytes; line += 64) {
+        int all_in = 1;
+        for (size_t k = line; k < line + 64; k++) all_in &= in[k];
+        lines_in += (size_t)all_in;
+        for (size_t k = line; k < line + 64; k++)
+            if (b[k] != whole[k]) changed++, outside += !all_in;
+    }
+    CHECK(outside == 0 && (changed > 0) == (lines_in > 0),
+          "%s K=%lld: claiming columns [%lld, %lld) changes %zu bytes, %zu outside the %zu whole lines of their runs", name,
+          (long long)K, (long long)c0, (long long)c1, changed, outside, lines_in);
+    tokd_packed_prep_cols(pk, x, b, K, c0, c1);
+    size_t differ = 0;
+    for (size_t i = 0; i < bytes; i++) differ += b[i] != whole[i] && !(in[i] && !a[i]);
+    CHECK(differ == 0, "%s: claimed, then prepared, the columns are the whole row's (%zu bytes differ)", name, differ);
+    free(a);
+    free(b);
+    free(in);
+}
+
 static void check_prep_cols(uint32_t type, const tokd_packed_traits *pk) {
     const tokd_type_traits *tt = tokd_type_get(type);
     const int64_t align = tokd_packed_prep_cols_align(pk);
@@ -294,6 +349,12 @@ static void check_prep_cols(uint32_t type, const tokd_packed_traits *pk) {
     for (int i = 3; i >= 0; i--) tokd_packed_prep_cols(pk, x, parts, K, cuts[i], cuts[i + 1]);
     CHECK(memcmp(whole, parts, bytes + 64) == 0, "%s K=%lld: the row prepared in four parts equals the whole row",
           tt->name, (long long)K);
+    uint8_t *covered = calloc(bytes, 1);
+    for (int i = 0; i < 4; i++) check_prep_cols_spans(pk, x, K, cuts[i], cuts[i + 1], whole, covered);
+    size_t shared = 0;
+    for (size_t i = 0; i < bytes; i++) shared += covered[i] > 1;
+    CHECK(shared == 0, "%s K=%lld: the four column ranges' runs share %zu bytes", tt->name, (long long)K, shared);
+    free(covered);
     free(x);
     free(whole);
     free(parts);

@@ -820,6 +820,10 @@ void tokd_matmul_row_prepare_cols(const tokd_matrix *W, const float *x, void *ac
     if (W->pk) tokd_packed_prep_cols(W->pk, x, act, W->K, c0, c1);
 }
 
+void tokd_matmul_row_claim_cols(const tokd_matrix *W, void *act, int64_t c0, int64_t c1) {
+    if (W->pk) tokd_packed_prep_cols_claim(W->pk, act, W->K, c0, c1);
+}
+
 void tokd_matmul_rows(const tokd_matrix *W, const void *act, int64_t o0, int64_t o1, float *y) {
     if (o0 >= o1) return;
     matmul_job j;

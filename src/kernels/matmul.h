@@ -87,6 +87,12 @@ int tokd_matmul_row_shared(const tokd_matrix *a, const tokd_matrix *b);
  * tokd_matmul_row_prepare writes there. */
 int64_t tokd_matmul_row_cols_align(const tokd_matrix *W);
 void tokd_matmul_row_prepare_cols(const tokd_matrix *W, const float *x, void *act, int64_t c0, int64_t c1);
+/* Before that, while no thread reads act: takes back from other cores the cache lines of
+ * act that columns [c0, c1) alone fill, one store to each (packed.h,
+ * tokd_packed_prep_cols_claim), so that preparing them later need not wait for other
+ * cores' copies to be invalidated. Their bytes are undefined until the columns are
+ * prepared. */
+void tokd_matmul_row_claim_cols(const tokd_matrix *W, void *act, int64_t c0, int64_t c1);
 /* The weight bytes outputs [o0, o1) of W read, from *start on (one run). */
 size_t tokd_matmul_rows_span(const tokd_matrix *W, int64_t o0, int64_t o1, const void **start);
 

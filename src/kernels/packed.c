@@ -637,6 +637,32 @@ void tokd_packed_prep_cols(const tokd_packed_traits *pk, const float *x, void *d
     pk->prep(x + c0, (uint8_t *)dst + (size_t)(c0 / TOKD_QK_K) * sp->sb_bytes, c1 - c0);
 }
 
+int tokd_packed_prep_cols_spans(const tokd_packed_traits *pk, int64_t K, int64_t c0, int64_t c1, tokd_prep_span *spans) {
+    const prep_split *sp = split_of(pk);
+    if (!sp || c0 >= c1) return 0;
+    if (!sp->blocks) { /* the K-quants: whole super-blocks */
+        const size_t s0 = (size_t)(c0 / TOKD_QK_K), s1 = (size_t)(c1 / TOKD_QK_K);
+        spans[0] = (tokd_prep_span){s0 * sp->sb_bytes, (s1 - s0) * sp->sb_bytes};
+        return 1;
+    }
+    /* the Q8_0 layout: every block's quants, then every block's scale (float), then every
+       block's correction (int32) */
+    const size_t nb = (size_t)(K / QK), b0 = (size_t)(c0 / QK), b1 = (size_t)(c1 / QK);
+    spans[0] = (tokd_prep_span){b0 * QK, (b1 - b0) * QK};
+    spans[1] = (tokd_prep_span){nb * QK + b0 * sizeof(float), (b1 - b0) * sizeof(float)};
+    spans[2] = (tokd_prep_span){nb * (QK + sizeof(float)) + b0 * sizeof(int32_t), (b1 - b0) * sizeof(int32_t)};
+    return 3;
+}
+
+void tokd_packed_prep_cols_claim(const tokd_packed_traits *pk, void *dst, int64_t K, int64_t c0, int64_t c1) {
+    tokd_prep_span spans[TOKD_PREP_SPANS];
+    const int n = tokd_packed_prep_cols_spans(pk, K, c0, c1, spans);
+    for (int i = 0; i < n; i++) {
+        const uintptr_t begin = (uintptr_t)dst + spans[i].off, end = begin + spans[i].len;
+        for (uintptr_t line = (begin + 63) & ~(uintptr_t)63; line + 64 <= end; line += 64) *(volatile uint8_t *)line = 0;
+    }
+}
+
 static const tokd_packed_traits *find(const tokd_packed_traits *table, size_t n, uint32_t type) {
     for (size_t i = 0; i < n; i++)
         if (table[i].id == type) return &table[i];

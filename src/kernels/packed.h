@@ -287,6 +287,20 @@ int64_t tokd_packed_prep_cols_align(const tokd_packed_traits *pk);
 /* Columns [c0, c1) of x (all K values; c0 and c1 multiples of that, or c1 = K) into
  * their places in dst, a prepared row of K columns: the bytes pk->prep writes there. */
 void tokd_packed_prep_cols(const tokd_packed_traits *pk, const float *x, void *dst, int64_t K, int64_t c0, int64_t c1);
+/* The bytes of such a row that tokd_packed_prep_cols(pk, ..., c0, c1) writes, as runs
+ * [off, off + len) into spans (at most TOKD_PREP_SPANS): the Q8_0 layout's quants, scales
+ * and corrections of blocks [c0 / 32, c1 / 32), or the K-quants' super-blocks. Returns how
+ * many runs (0 where the preparation does not split). */
+#define TOKD_PREP_SPANS 3
+typedef struct {
+    size_t off, len;
+} tokd_prep_span;
+int tokd_packed_prep_cols_spans(const tokd_packed_traits *pk, int64_t K, int64_t c0, int64_t c1, tokd_prep_span *spans);
+/* Takes back from other cores the cache lines of dst that columns [c0, c1) alone fill
+ * (whole lines inside those runs): one store to each, which leaves their bytes undefined
+ * until tokd_packed_prep_cols writes the columns. A line shared with other columns is left
+ * alone, so threads claiming their own columns never write each other's bytes. */
+void tokd_packed_prep_cols_claim(const tokd_packed_traits *pk, void *dst, int64_t K, int64_t c0, int64_t c1);
 
 /* SIMD kernels (packed_avx512.c) */
 void tokd_packed_q4_0_gemm_avx512vnni(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na,
