@@ -25,7 +25,7 @@
  *   1.0000 (null 0.9936-1.0021) (BENCHMARKS.md, sixty-second session);
  * - the other thread read that row last layer, so each line this thread writes there
  *   would first wait for the other core's copy to be invalidated: on cores on two dies,
- *   down's half row took 2.9-4.2 us to prepare against 0.9-1.5 with its lines claimed
+ *   down's half row took 2.5-4.2 us to prepare against 0.9-1.4 with its lines claimed
  *   (one store to each, claim_cols) before the product ahead of it, where the
  *   invalidations overlap the stream; steps alternated, Q4_0 0.9900-1.0030 (median
  *   0.9954) against a null flip's 0.9978-1.0024 (BENCHMARKS.md, sixty-third session);
