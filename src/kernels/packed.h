@@ -289,8 +289,10 @@ int64_t tokd_packed_prep_cols_align(const tokd_packed_traits *pk);
 void tokd_packed_prep_cols(const tokd_packed_traits *pk, const float *x, void *dst, int64_t K, int64_t c0, int64_t c1);
 /* The bytes of such a row that tokd_packed_prep_cols(pk, ..., c0, c1) writes, as runs
  * [off, off + len) into spans (at most TOKD_PREP_SPANS): the Q8_0 layout's quants, scales
- * and corrections of blocks [c0 / 32, c1 / 32), or the K-quants' super-blocks. Returns how
- * many runs (0 where the preparation does not split). */
+ * and corrections of blocks [c0 / 32, c1 / 32), or the K-quants' super-blocks (with any
+ * padding the preparation leaves in them: Q2_K's 32 bytes a super-block). No byte of one
+ * column range's runs is in another's. Returns how many runs (0 where the preparation
+ * does not split). */
 #define TOKD_PREP_SPANS 3
 typedef struct {
     size_t off, len;
