@@ -266,11 +266,6 @@ static void check_extremes(uint32_t type, const tokd_packed_traits *pk) {
     free(w);
 }
 
-/* An activation row prepared in parts (tokd_packed_prep_cols: decode_step.c's threads
- * each prepare their own columns into one row) has the bytes of the whole row prepared at
- * once: parts cut at the preparation's column multiple, written last part first, at a K
- * whose blocks do not fill the AVX-512 preparation's sixteen-block steps. IQ4_XS's
- * preparation does not split. */
 /* Columns [c0, c1) of a prepared row of K (`whole`: the row prepared at once):
  * - tokd_packed_prep_cols_spans's runs hold every byte tokd_packed_prep_cols writes (a
  *   byte counts as written where it differs from the fill in either of two runs, filled
@@ -326,6 +321,11 @@ static void check_prep_cols_spans(const tokd_packed_traits *pk, const float *x, 
     free(in);
 }
 
+/* An activation row prepared in parts (tokd_packed_prep_cols: decode_step.c's threads
+ * each prepare their own columns into one row) has the bytes of the whole row prepared at
+ * once: parts cut at the preparation's column multiple, written last part first, at a K
+ * whose blocks do not fill the AVX-512 preparation's sixteen-block steps. IQ4_XS's
+ * preparation does not split. */
 static void check_prep_cols(uint32_t type, const tokd_packed_traits *pk) {
     const tokd_type_traits *tt = tokd_type_get(type);
     const int64_t align = tokd_packed_prep_cols_align(pk);
