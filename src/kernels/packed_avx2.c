@@ -50,6 +50,16 @@
 #define Q2K_SB (16 * 84)      /* Q2_K: packed bytes of one super-block of 16 rows */
 #define Q6K_ACT 324           /* Q6_K, Q3_K, Q2_K: prepared activation bytes per super-block */
 enum { K16_Q6, K16_Q3, K16_Q2 }; /* packed_avx2_gemm.h's k16_tile: the three layouts of 16-weight sub-blocks */
+/* How a tile prefetches its group's lines (packed_avx2_gemm.h, PK_GEMM says when each):
+ * PK_PF_TILE, prefill's tile by tile (each tile's own scheme); PK_PF_STREAM, the first
+ * row tile of a batched decode, which streams the group from memory; PK_PF_NONE, the
+ * later tiles, which find it in cache. One-row decode prefetches its own way. */
+enum { PK_PF_NONE, PK_PF_STREAM, PK_PF_TILE };
+#define PK_STREAM_MAX_ROWS 16 /* activation rows up to which PK_GEMM streams group by group (matmul.h's TOKD_DECODE_MAX_ROWS) */
+/* PK_PF_STREAM's distance. On the AVX2-only Zen 3, two sequences (`tokd bench -s 2`,
+ * alternated, four runs each): Q8_0 50.6-52.6 tok/s at 4 KB, 49.1-55.3 at 6 KB,
+ * 46.6-55.7 at 8 KB (medians 50.8, 54.6, 54.3); Q4_0 and Q4_K_M alike at 4 and 6 KB. */
+#define TOKD_PK_STREAM_PF TOKD_PK_PF_DIST
 
 
 /* The kernel, written once (packed_avx2_gemm.h) and compiled per instruction set: the

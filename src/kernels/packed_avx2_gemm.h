@@ -37,6 +37,20 @@ PK_TARGET INLINE __m256i PK_NAME(pairs32)(__m256i p) { return _mm256_madd_epi16(
 #define PK_PIN(a, b) __asm__("" : "+x"(a), "+x"(b))
 #define PK_LOADS_HERE() __asm__ volatile("" ::: "memory")
 
+/* Batched decode's prefetches (PK_PF_STREAM, PK_GEMM): the lines of a block's share of
+ * the group's bytes (blk, n bytes), TOKD_PK_STREAM_PF ahead, at the step that reaches it
+ * (stream_prefetch), or part i of n_parts of a super-block's lines (stream_prefetch_part),
+ * one before each of its sub-block steps, through tokd_pk_prefetch_here so that the
+ * unrolled loops keep them where they are. */
+PK_TARGET INLINE void PK_NAME(stream_prefetch)(const uint8_t *blk, size_t n) {
+    for (size_t l = 0; l < n; l += 64) tokd_pk_prefetch_here(blk + TOKD_PK_STREAM_PF + l);
+}
+PK_TARGET INLINE void PK_NAME(stream_prefetch_part)(const uint8_t *sb, size_t sb_bytes, int i, int n_parts) {
+    const size_t n_lines = (sb_bytes + 63) / 64;
+    for (size_t l = (size_t)i * n_lines / (size_t)n_parts; l < (size_t)(i + 1) * n_lines / (size_t)n_parts; l++)
+        tokd_pk_prefetch_here(sb + TOKD_PK_STREAM_PF + 64 * l);
+}
+
 /* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
  * kernels that gather one bit or bit pair of every byte at a fixed position and mask the
  * rest off (with the bits that crossed into the other byte of a word); n must be a
@@ -76,7 +90,7 @@ PK_TARGET INLINE void PK_NAME(mins_fold)(int R, int n_pairs, const __m256i *mp, 
  * or Q5_0 (q5 = 1: the nibbles take bit 2c / 2c+1 of the block's fifth-bit vector):
  * outputs y[r * ldy + 0..15]. */
 PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                           float *y, int64_t ldy) {
+                                           int pf, float *y, int64_t ldy) {
     __m256 acc[MAX_R][2];
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
@@ -85,10 +99,11 @@ PK_TARGET INLINE void PK_NAME(q4_5_0_tile)(int q5, int64_t nb, const uint8_t *w,
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *lin = w + (size_t)b * block_bytes; /* the block's share of the group's bytes */
         const uint8_t *sc = w + tokd_pk_scales_at(b, block_bytes), *qv = w + tokd_pk_vectors_at(b, nb, block_bytes);
-        if (R > 1)
-            for (size_t l = 0; l < block_bytes; l += 64)
-                _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
-        else { /* decode: pages primed, and every line TOKD_PK_AVX2_DECODE_LINE_PF ahead (packed.h) */
+        if (R > 1) {
+            if (pf != PK_PF_NONE)
+                for (size_t l = 0; l < block_bytes; l += 64)
+                    _mm_prefetch((const char *)lin + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
+        } else { /* decode: pages primed, and every line TOKD_PK_AVX2_DECODE_LINE_PF ahead (packed.h) */
             tokd_page_prime(lin, block_bytes);
             for (size_t l = 0; l < block_bytes; l += 64)
                 _mm_prefetch((const char *)lin + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
@@ -177,9 +192,10 @@ PK_TARGET INLINE void PK_NAME(rows_step)(int R, int int32_sums, __m256i p[2][MAX
  * activation row's broadcast goes into both halves' int16 sums, all eight steps (padd):
  * 2R registers. Each sum then takes pairs32 and the block's correction, and the float
  * step out = fmaf(dx * dy, (float)isum, out), in block order: the integers and the
- * floats of q4_5_0_tile, the same bits. No software prefetch (q4k_rows_tile). */
+ * floats of q4_5_0_tile, the same bits. Prefill prefetches nothing (q4k_rows_tile); the
+ * first tile of a batched decode prefetches each block's lines (PK_PF_STREAM). */
 PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                              float *y, int64_t ldy) {
+                                              int pf, float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
     PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32, corr_off = (size_t)nb * 36;
@@ -187,6 +203,7 @@ PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, cons
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sc = w + tokd_pk_scales_at(b, BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, BLOCK_BYTES);
         const uint8_t *ab = act + (size_t)b * 32;
+        if (pf == PK_PF_STREAM) PK_NAME(stream_prefetch)(w + (size_t)b * BLOCK_BYTES, BLOCK_BYTES);
         __m256i p[2][MAX_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) p[0][r] = p[1][r] = _mm256_setzero_si256();
@@ -215,12 +232,12 @@ PK_TARGET INLINE void PK_NAME(q4_0_rows_tile)(int64_t nb, const uint8_t *w, cons
     }
     PK_NAME(rows_store)(R, acc, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                          int64_t ldy) {
+PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                          float *y, int64_t ldy) {
     if (!PK_VNNI && R > 1)
-        PK_NAME(q4_0_rows_tile)(nb, w, act, as, R, y, ldy);
+        PK_NAME(q4_0_rows_tile)(nb, w, act, as, R, pf, y, ldy);
     else
-        PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, y, ldy);
+        PK_NAME(q4_5_0_tile)(0, nb, w, act, as, R, pf, y, ldy);
 }
 /* Q4_1 (q5 = 0) and Q5_1 (q5 = 1: each group's values take their fifth bit from the
  * block's fifth-bit vector, as Q5_0's) (packed.h): the unsigned sums with no correction,
@@ -229,7 +246,7 @@ PK_TARGET INLINE void PK_NAME(group_tile)(int64_t nb, const uint8_t *w, const ui
  * out = fmaf(mx, sy, out). The int16 sums hold eight steps of nibbles but four of 5-bit
  * values: Q5_1's first four go to int32 (s32) before the last four start. */
 PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                             float *y, int64_t ldy) {
+                                             int pf, float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
     PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32, sy_off = (size_t)nb * 36;
@@ -237,9 +254,10 @@ PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + (size_t)b * block_bytes, *qv = blk + 64, *ab = act + (size_t)b * 32;
-        if (R > 1)
-            for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
-        else { /* decode: as q4_5_0_tile */
+        if (R > 1) {
+            if (pf != PK_PF_NONE)
+                for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch((const char *)blk + TOKD_PK_PF_DIST + l, _MM_HINT_T0);
+        } else { /* decode: as q4_5_0_tile */
             tokd_page_prime(blk, block_bytes);
             for (size_t l = 0; l < block_bytes; l += 64)
                 _mm_prefetch((const char *)blk + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
@@ -283,17 +301,17 @@ PK_TARGET INLINE void PK_NAME(q4_1_5_1_tile)(int q5, int64_t nb, const uint8_t *
     }
     PK_NAME(rows_store)(R, acc, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                         int64_t ldy) {
-    PK_NAME(q4_1_5_1_tile)(0, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q4_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                         float *y, int64_t ldy) {
+    PK_NAME(q4_1_5_1_tile)(0, nb, w, act, as, R, pf, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q5_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                         int64_t ldy) {
-    PK_NAME(q4_1_5_1_tile)(1, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q5_1_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                         float *y, int64_t ldy) {
+    PK_NAME(q4_1_5_1_tile)(1, nb, w, act, as, R, pf, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                         int64_t ldy) {
-    PK_NAME(q4_5_0_tile)(1, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q5_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                         float *y, int64_t ldy) {
+    PK_NAME(q4_5_0_tile)(1, nb, w, act, as, R, pf, y, ldy);
 }
 
 
@@ -482,12 +500,14 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
  * mins_fold's as in k4_half, once per super-block in super-block order: the same bits.
  * One thread on a cached prefill tile, against the two passes of one half each: 1.27-1.40x
  * (BENCHMARKS.md, twenty-third session). Q5_K keeps the two passes: its merges spilled
- * here, and it ran 0.7x. No software prefetch: a prefill chunk's groups stay in L2 for
- * all its activation rows, and the hardware prefetcher brings them in for the first;
+ * here, and it ran 0.7x. Prefill prefetches nothing: a prefill chunk's groups stay in L2
+ * for all its activation rows, and the hardware prefetcher brings them in for the first;
  * without the super-block's prefetch, whole Q4_K_M prefills ran 1.04-1.08x faster
- * (alternated in one process, medians of 5-9 rounds). */
+ * (alternated in one process, medians of 5-9 rounds). A batched decode's first tile reads
+ * the group from memory once for all its rows, and prefetches an eighth of each
+ * super-block's lines before each sub-block pass (PK_PF_STREAM). */
 PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                             float *y, int64_t ldy) {
+                                             int pf, float *y, int64_t ldy) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[2][MAX_R];
     PK_NAME(rows_zero)(R, acc);
@@ -510,6 +530,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
             for (int sub = 0; sub < 2; sub++) {
                 const int j = 2 * c + sub;
                 PK_LOADS_HERE(); /* each pass loads its vectors: GCC kept 2c's on the stack for 2c + 1 */
+                if (pf == PK_PF_STREAM) PK_NAME(stream_prefetch_part)(wb, Q4K_SB, j, 8);
                 __m256i scw[2];
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++) {
@@ -563,7 +584,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
  * 61-63. (Before the single pass, the first pass's prefetching had taken Q4_K_M from
  * 52-54 to 68 tok/s, against the plain read probe of the time.) */
 PK_TARGET INLINE void PK_NAME(k4_tile)(int q5, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                       float *y, int64_t ldy) {
+                                       int pf, float *y, int64_t ldy) {
     const size_t sb_bytes = q5 ? Q5K_SB : Q4K_SB;
     if (R == 1) {
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -577,25 +598,25 @@ PK_TARGET INLINE void PK_NAME(k4_tile)(int q5, int64_t nb, const uint8_t *w, con
         return;
     }
     if (!PK_VNNI && !q5) {
-        PK_NAME(q4k_rows_tile)(nb, w, act, as, R, y, ldy);
+        PK_NAME(q4k_rows_tile)(nb, w, act, as, R, pf, y, ldy);
         return;
     }
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; b++)
-            PK_NAME(k4_half)(q5, h, h == 0, w + (size_t)b * sb_bytes, act + (size_t)b * Q4K_ACT, as, R, acc);
+            PK_NAME(k4_half)(q5, h, h == 0 && pf != PK_PF_NONE, w + (size_t)b * sb_bytes, act + (size_t)b * Q4K_ACT, as, R, acc);
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
 
-PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
-    PK_NAME(k4_tile)(0, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q4k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                        float *y, int64_t ldy) {
+    PK_NAME(k4_tile)(0, nb, w, act, as, R, pf, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
-    PK_NAME(k4_tile)(1, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q5k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                        float *y, int64_t ldy) {
+    PK_NAME(k4_tile)(1, nb, w, act, as, R, pf, y, ldy);
 }
 
 
@@ -726,11 +747,14 @@ PK_TARGET INLINE __m256i PK_NAME(k16_corr_term)(int kind, const uint8_t *sc, con
     }
     return _mm256_slli_epi32(t, log2_bias);
 }
-/* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R). No software
- * prefetch, as q4k_rows_tile: without it whole Q4_K_M prefills (Q6_K's share) ran 1.03x
- * (alternated in one process, median of 9 rounds; BENCHMARKS.md, twenty-third session). */
-PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int64_t b, int64_t nb, const uint8_t *w, const uint8_t *act,
-                                        size_t as, int R, __m256 *acc) {
+/* Several activation rows: rows 8h..8h+7 of super-block b into acc[0..R). Prefill
+ * prefetches nothing, as q4k_rows_tile: without it whole Q4_K_M prefills (Q6_K's share)
+ * ran 1.03x (alternated in one process, median of 9 rounds; BENCHMARKS.md, twenty-third
+ * session). pf: the first half's pass of a batched decode's first tile, which streams
+ * the group, prefetches a sixteenth of the super-block's lines before each sub-block. */
+PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int64_t nb, const uint8_t *w,
+                                        const uint8_t *act, size_t as, int R, __m256 *acc) {
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
     PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
     const uint8_t *q = sc + 256 + 32 * h;
@@ -740,6 +764,7 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int64_t b, int64_t nb, 
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
         __m256i u[4], g[4];
+        if (pf) PK_NAME(stream_prefetch_part)(w + (size_t)b * sb_bytes, sb_bytes, j, 16);
         PK_NAME(k16_groups)(kind, q, j, u);
         const __m256i scj = PK_NAME(k16_scales)(kind, sc, j);
         for (int r = 0; r < R; r++) {
@@ -809,7 +834,7 @@ PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const
 /* As k4_tile: two passes of one half each for several activation rows, both halves of
  * each super-block as it arrives for decode (k16_decode). */
 PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                        float *y, int64_t ldy) {
+                                        int pf, float *y, int64_t ldy) {
     if (R == 1) {
         __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t b = 0; b < nb; b++) PK_NAME(k16_decode)(kind, b, nb, w, act, acc);
@@ -820,21 +845,21 @@ PK_TARGET INLINE void PK_NAME(k16_tile)(int kind, int64_t nb, const uint8_t *w, 
     for (int h = 0; h < 2; h++) {
         __m256 acc[MAX_R];
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_half)(kind, h, b, nb, w, act, as, R, acc);
+        for (int64_t b = 0; b < nb; b++) PK_NAME(k16_half)(kind, h, h == 0 && pf == PK_PF_STREAM, b, nb, w, act, as, R, acc);
         for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * h, acc[r]);
     }
 }
-PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
-    PK_NAME(k16_tile)(K16_Q6, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q6k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                        float *y, int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q6, nb, w, act, as, R, pf, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q3k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
-    PK_NAME(k16_tile)(K16_Q3, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q3k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                        float *y, int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q3, nb, w, act, as, R, pf, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                        int64_t ldy) {
-    PK_NAME(k16_tile)(K16_Q2, nb, w, act, as, R, y, ldy);
+PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                        float *y, int64_t ldy) {
+    PK_NAME(k16_tile)(K16_Q2, nb, w, act, as, R, pf, y, ldy);
 }
 
 
@@ -849,12 +874,13 @@ PK_TARGET INLINE void PK_NAME(q2k_tile)(int64_t nb, const uint8_t *w, const uint
  * sum: 2R registers. The integers are q8_0_tile's (exact, in any order), the float step
  * out = fmaf(dx * dy, (float)isum, out) in block order: the same bits. */
 PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R,
-                                              float *y, int64_t ldy) {
+                                              int pf, float *y, int64_t ldy) {
     __m256 acc[2][MAX_R];
     PK_NAME(rows_zero)(R, acc);
     const size_t dy_off = (size_t)nb * 32;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *sc = w + tokd_pk_scales_at(b, Q8_0_BLOCK_BYTES), *qv = w + tokd_pk_vectors_at(b, nb, Q8_0_BLOCK_BYTES);
+        if (pf == PK_PF_STREAM) PK_NAME(stream_prefetch)(w + (size_t)b * Q8_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES);
         __m256i s[2][MAX_R];
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) s[0][r] = s[1][r] = _mm256_setzero_si256();
@@ -887,10 +913,10 @@ PK_TARGET INLINE void PK_NAME(q8_0_rows_tile)(int64_t nb, const uint8_t *w, cons
     }
     PK_NAME(rows_store)(R, acc, y, ldy);
 }
-PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, float *y,
-                                         int64_t ldy) {
+PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uint8_t *act, size_t as, int R, int pf,
+                                         float *y, int64_t ldy) {
     if (!PK_VNNI && R > 1) {
-        PK_NAME(q8_0_rows_tile)(nb, w, act, as, R, y, ldy);
+        PK_NAME(q8_0_rows_tile)(nb, w, act, as, R, pf, y, ldy);
         return;
     }
     __m256 acc[MAX_R][2];
@@ -904,6 +930,8 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
             tokd_page_prime(lin, Q8_0_BLOCK_BYTES);
             for (size_t l = 0; l < Q8_0_BLOCK_BYTES; l += 64)
                 _mm_prefetch((const char *)lin + TOKD_PK_AVX2_DECODE_LINE_PF + l, _MM_HINT_T0);
+        } else if (pf == PK_PF_STREAM) { /* AVX-VNNI's batched decode (q8_0_rows_tile otherwise) */
+            PK_NAME(stream_prefetch)(lin, Q8_0_BLOCK_BYTES);
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
@@ -932,27 +960,38 @@ PK_TARGET INLINE void PK_NAME(q8_0_tile)(int64_t nb, const uint8_t *w, const uin
     }
 }
 
-/* The entry points: activation rows in tiles of up to MAX_R, every group against each
- * tile, the tile width a constant in each call so that the accumulators are registers.
- * QK: weights per block (Q4_0, Q8_0) or super-block (the K-quants). */
+/* The entry points: activation rows in tiles of up to MAX_R, the tile width a constant
+ * in each call so that the accumulators are registers. QK: weights per block (Q4_0,
+ * Q8_0) or super-block (the K-quants). A batched decode's few rows (up to
+ * PK_STREAM_MAX_ROWS) go group by group, every row tile against the group before the
+ * next group: the first tile streams it from memory with its prefetches (PK_PF_STREAM),
+ * the others find it in cache (PK_PF_NONE). More rows (prefill) go tile by tile, every
+ * group against each tile (PK_PF_TILE: each tile's own prefill prefetching). Each
+ * output's arithmetic is its tile's either way, so the order changes no bit. */
+#define PK_TILE_CALL(TILE, R, G, PF)                                                                        \
+    PK_NAME(TILE)(nb, (const uint8_t *)w + (size_t)(G) * group_bytes, a, as, R, PF, y + r0 * ldy + 16 * (G), ldy)
+/* Groups [G0, G1) against the row tile at r0 (up to MAX_R rows) */
+#define PK_TILES(TILE, G0, G1, PF)                                                                          \
+    do {                                                                                                   \
+        const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                         \
+        for (int64_t G = (G0); G < (G1); G++)                                                              \
+            switch (na - r0 >= MAX_R ? MAX_R : (int)(na - r0)) {                                           \
+            case 4: PK_TILE_CALL(TILE, 4, G, PF); break;                                                   \
+            case 3: PK_TILE_CALL(TILE, 3, G, PF); break;                                                   \
+            case 2: PK_TILE_CALL(TILE, 2, G, PF); break;                                                   \
+            default: PK_TILE_CALL(TILE, 1, G, PF); break;                                                  \
+            }                                                                                              \
+    } while (0)
 #define PK_GEMM(NAME, TILE, QK)                                                                              \
     PK_TARGET void PK_NAME(NAME)(int64_t K, int64_t n_groups, const void *w, size_t group_bytes, int64_t na, \
                                  const void *act, size_t as, float *y, int64_t ldy) {                      \
         const int64_t nb = K / (QK);                                                                       \
-        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) {                                                       \
-            const uint8_t *a = (const uint8_t *)act + (size_t)r0 * as;                                     \
-            const int R = na - r0 >= MAX_R ? MAX_R : (int)(na - r0);                                       \
-            float *yr = y + r0 * ldy;                                                                      \
-            for (int64_t G = 0; G < n_groups; G++) {                                                       \
-                const uint8_t *wg = (const uint8_t *)w + (size_t)G * group_bytes;                          \
-                switch (R) {                                                                               \
-                case 4: PK_NAME(TILE)(nb, wg, a, as, 4, yr + 16 * G, ldy); break;                          \
-                case 3: PK_NAME(TILE)(nb, wg, a, as, 3, yr + 16 * G, ldy); break;                          \
-                case 2: PK_NAME(TILE)(nb, wg, a, as, 2, yr + 16 * G, ldy); break;                          \
-                default: PK_NAME(TILE)(nb, wg, a, as, 1, yr + 16 * G, ldy); break;                         \
-                }                                                                                          \
-            }                                                                                              \
+        if (na > 1 && na <= PK_STREAM_MAX_ROWS) {                                                          \
+            for (int64_t g = 0; g < n_groups; g++)                                                         \
+                for (int64_t r0 = 0; r0 < na; r0 += MAX_R) PK_TILES(TILE, g, g + 1, r0 ? PK_PF_NONE : PK_PF_STREAM); \
+            return;                                                                                        \
         }                                                                                                  \
+        for (int64_t r0 = 0; r0 < na; r0 += MAX_R) PK_TILES(TILE, 0, n_groups, PK_PF_TILE);                \
     }
 PK_GEMM(tokd_packed_q4_0_gemm, group_tile, 32)
 PK_GEMM(tokd_packed_q5_0_gemm, q5_0_tile, 32)
@@ -965,3 +1004,5 @@ PK_GEMM(tokd_packed_q6_K_gemm, q6k_tile, 256)
 PK_GEMM(tokd_packed_q3_K_gemm, q3k_tile, 256)
 PK_GEMM(tokd_packed_q2_K_gemm, q2k_tile, 256)
 #undef PK_GEMM
+#undef PK_TILES
+#undef PK_TILE_CALL
