@@ -198,7 +198,7 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
  * eighths, one a sub-block; Q2_K, Q3_K and Q6_K: sixteenths), with prefetchnta through
  * tokd_pk_prefetchnta_here, so that the unrolled loops keep them apart (the same loops
  * with __builtin_prefetch read 0.49-0.81 of the probe, the hoisted burst), and no page
- * priming (page_prime.h). (The AVX2 decode spreads its own, packed_avx2_gemm.h.)
+ * priming (page_prime.h). tokd_pk_prefetch_part, below, writes them.
  * Measured on an AMD EPYC Zen 4 (2 cores, probe 27-52 GB/s), each type's decode kernel
  * streaming 512 MB on two threads, alternated in one process with the scheme before and
  * with the read probe (medians of 15 rounds, K 2048 and 5632; BENCHMARKS.md,
@@ -211,10 +211,19 @@ static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch(const uint
  * Q6_K's quarters had beaten the burst and its sixteenths had not (thirtieth session):
  * the next Zen 5 host should measure this again. prefetcht0 and prefetchnta read alike
  * on Zen 4; nta is what Zen 5 preferred (TOKD_PK_DECODE_LINE_PF). */
-static inline __attribute__((always_inline)) void tokd_pk_kq_prefetch_part(const uint8_t *sb, size_t sb_bytes, size_t dist, int i,
-                                                                          int n) {
-    const size_t n_lines = (sb_bytes + 63) / 64, l0 = (size_t)i * n_lines / (size_t)n, l1 = (size_t)(i + 1) * n_lines / (size_t)n;
-    for (size_t l = l0; l < l1; l++) tokd_pk_prefetchnta_here(sb + dist + 64 * l);
+enum tokd_pk_hint { TOKD_PK_T0, TOKD_PK_NTA };
+/* Part i of n of the lines of [p, p + bytes), `dist` bytes ahead, each line in exactly one
+ * part, with prefetcht0 or prefetchnta (hint, a constant at every call, so the choice folds
+ * away). The one place the spread decode prefetches are written: the AVX-512 K-quant tiles
+ * (nta, above) and the AVX2 decode and batched-decode tiles (t0, which Zen 3 preferred:
+ * packed_avx2_gemm.h). */
+static inline __attribute__((always_inline)) void tokd_pk_prefetch_part(const uint8_t *p, size_t bytes, size_t dist, int i,
+                                                                       int n, enum tokd_pk_hint hint) {
+    const size_t n_lines = (bytes + 63) / 64, l0 = (size_t)i * n_lines / (size_t)n, l1 = (size_t)(i + 1) * n_lines / (size_t)n;
+    for (size_t l = l0; l < l1; l++) {
+        if (hint == TOKD_PK_NTA) tokd_pk_prefetchnta_here(p + dist + 64 * l);
+        else tokd_pk_prefetch_here(p + dist + 64 * l);
+    }
 }
 
 /* gemm: for weight groups [0, n_groups) (group_bytes apart) and activation rows

@@ -39,16 +39,11 @@ PK_TARGET INLINE __m256i PK_NAME(pairs32)(__m256i p) { return _mm256_madd_epi16(
 
 /* Batched decode's prefetches (PK_PF_STREAM, PK_GEMM): the lines of a block's share of
  * the group's bytes (blk, n bytes), TOKD_PK_STREAM_PF ahead, at the step that reaches it
- * (stream_prefetch), or part i of n_parts of a super-block's lines (stream_prefetch_part),
- * one before each of its sub-block steps, through tokd_pk_prefetch_here so that the
+ * (stream_prefetch), or part i of n of a super-block's lines before each of its sub-block
+ * steps (tokd_pk_prefetch_part, packed.h), through tokd_pk_prefetch_here so that the
  * unrolled loops keep them where they are. */
 PK_TARGET INLINE void PK_NAME(stream_prefetch)(const uint8_t *blk, size_t n) {
     for (size_t l = 0; l < n; l += 64) tokd_pk_prefetch_here(blk + TOKD_PK_STREAM_PF + l);
-}
-PK_TARGET INLINE void PK_NAME(stream_prefetch_part)(const uint8_t *sb, size_t sb_bytes, int i, int n_parts) {
-    const size_t n_lines = (sb_bytes + 63) / 64;
-    for (size_t l = (size_t)i * n_lines / (size_t)n_parts; l < (size_t)(i + 1) * n_lines / (size_t)n_parts; l++)
-        tokd_pk_prefetch_here(sb + TOKD_PK_STREAM_PF + 64 * l);
 }
 
 /* v's bits moved n places up (n > 0) or down (n < 0) within each 16-bit lane, for the
@@ -474,8 +469,7 @@ PK_TARGET INLINE void PK_NAME(k4_half)(int q5, int h, int pf, const uint8_t *wb,
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* unrolled: Q5_K's merge shifts are immediates */
         if (R == 1) {
-            const size_t l0 = (size_t)(4 * h + c) * sb_bytes / 512, l1 = (size_t)(4 * h + c + 1) * sb_bytes / 512;
-            for (size_t l = l0; l < l1; l++) tokd_pk_prefetch_here(wb + TOKD_PK_PF_DIST + 64 * l);
+            tokd_pk_prefetch_part(wb, sb_bytes, TOKD_PK_PF_DIST, 4 * h + c, 8, TOKD_PK_T0);
             PK_LOADS_HERE(); /* each sub-block pair's broadcasts in its own step */
         }
         const __m256i *sv = c < 2 ? &lo[0] : &hi[0];
@@ -530,7 +524,7 @@ PK_TARGET INLINE void PK_NAME(q4k_rows_tile)(int64_t nb, const uint8_t *w, const
             for (int sub = 0; sub < 2; sub++) {
                 const int j = 2 * c + sub;
                 PK_LOADS_HERE(); /* each pass loads its vectors: GCC kept 2c's on the stack for 2c + 1 */
-                if (pf == PK_PF_STREAM) PK_NAME(stream_prefetch_part)(wb, Q4K_SB, j, 8);
+                if (pf == PK_PF_STREAM) tokd_pk_prefetch_part(wb, Q4K_SB, TOKD_PK_STREAM_PF, j, 8, TOKD_PK_T0);
                 __m256i scw[2];
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++) {
@@ -764,7 +758,7 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
         __m256i u[4], g[4];
-        if (pf) PK_NAME(stream_prefetch_part)(w + (size_t)b * sb_bytes, sb_bytes, j, 16);
+        if (pf) tokd_pk_prefetch_part(w + (size_t)b * sb_bytes, sb_bytes, TOKD_PK_STREAM_PF, j, 16, TOKD_PK_T0);
         PK_NAME(k16_groups)(kind, q, j, u);
         const __m256i scj = PK_NAME(k16_scales)(kind, sc, j);
         for (int r = 0; r < R; r++) {
@@ -792,14 +786,13 @@ PK_TARGET INLINE void PK_NAME(k16_half)(int kind, int h, int pf, int64_t b, int6
  * twenty-second sessions). */
 PK_TARGET INLINE void PK_NAME(k16_decode)(int kind, int64_t b, int64_t nb, const uint8_t *w, const uint8_t *act,
                                           __m256 *acc) {
-    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB, n_lines = (sb_bytes + 63) / 64;
+    const size_t sb_bytes = kind == K16_Q6 ? Q6K_SB : kind == K16_Q3 ? Q3K_SB : Q2K_SB;
     const uint8_t *lin = w + (size_t)b * sb_bytes, *wb, *sc, *ab = act + (size_t)b * Q6K_ACT;
     PK_NAME(k16_at)(kind, b, nb, w, &wb, &sc);
     __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) {
-        for (size_t l = (size_t)j * n_lines / 16; l < (size_t)(j + 1) * n_lines / 16; l++)
-            tokd_pk_prefetch_here(lin + TOKD_PK_PF_DIST + 64 * l);
+        tokd_pk_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, j, 16, TOKD_PK_T0);
         PK_LOADS_HERE(); /* each sub-block's loads in its own step */
         __m256i g[4], u[4];
         const __m256i corr = PK_NAME(k16_act)(kind, ab, j, g);

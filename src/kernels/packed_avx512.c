@@ -304,7 +304,7 @@ TGT INLINE void decode_group_x32(int64_t nb, const uint8_t *w, const uint8_t *a,
 }
 
 /* Decode walks each group as one stream, with the line prefetches above (the K-quant
- * tiles below spread theirs over each super-block: packed.h, tokd_pk_kq_prefetch_part).
+ * tiles below spread theirs over each super-block: packed.h, tokd_pk_prefetch_part).
  * Q4_0 groups once went two at a time as two prefetched streams when longer than 32 KB:
  * with priming, one stream was 20 % faster for Q4_0 and equal for Q8_0 (BENCHMARKS.md,
  * seventh session). */
@@ -632,7 +632,7 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) u[i] = kind == K16_Q3 ? q3k_group(va[i], vb[i], p, k) : q2_group(va[i], k);
             }
-            if (pf == KQ_PF_SPREAD) tokd_pk_kq_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, jo, 16);
+            if (pf == KQ_PF_SPREAD) tokd_pk_prefetch_part(lin, sb_bytes, TOKD_PK_PF_DIST, jo, 16, TOKD_PK_NTA);
             const __m512i u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
             const __m128i scb = _mm_loadu_si128((const __m128i *)(sc + 16 * j));
             const __m512i scj = kind == K16_Q2 ? _mm512_and_si512(_mm512_cvtepu8_epi32(scb), _mm512_set1_epi32(0x0F))
@@ -676,7 +676,7 @@ TGT_GFNI INLINE void k16_tile(int kind, int64_t nb, const uint8_t *w, const uint
 
 /* The K-quant kernels' entry points. How a tile prefetches its weight lines (pf):
  * KQ_PF_SPREAD, spread over each super-block with prefetchnta (packed.h,
- * tokd_pk_kq_prefetch_part), for groups read from memory once; KQ_PF_BURST, every line
+ * tokd_pk_prefetch_part), for groups read from memory once; KQ_PF_BURST, every line
  * of the super-block at once with prefetcht0, for prefill, whose later row tiles find the
  * group in L2; KQ_PF_NONE, for a group just read. Up to STREAM_MAX_ROWS activation rows
  * (decode, one sequence or a batch of a few) go group by group, every row tile against
@@ -811,7 +811,7 @@ TGT INLINE void k4_tile(int q5, int64_t nb, const uint8_t *w, const uint8_t *act
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
                 const int j = 2 * c + h;
-                if (pf == KQ_PF_SPREAD) tokd_pk_kq_prefetch_part(w, sb_bytes, TOKD_PK_PF_DIST, j, 8);
+                if (pf == KQ_PF_SPREAD) tokd_pk_prefetch_part(w, sb_bytes, TOKD_PK_PF_DIST, j, 8, TOKD_PK_NTA);
                 __m512i u[8];
 #pragma GCC unroll 8
                 for (int t = 0; t < 8; t++) {
