@@ -669,7 +669,7 @@ static void test_f32_rows(void) {
     const tokd_type_traits *t = tokd_type_get(GGML_TYPE_F32);
     CHECK(t->vec_dot_ref == tokd_f32_dot_ref, "F32 rows: the statement is f32_rows.c's");
     check_path_selected(t, have_avx512() ? &P[1] : have_avx2() ? &P[0] : NULL);
-    static const int64_t Ks[] = {1, 15, 16, 48, 65, 73, 172, 256, 2048, 4096 + 16};
+    static const int64_t Ks[] = {1, 15, 16, 48, 63, 65, 73, 127, 129, 172, 191, 256, 2048, 4096 + 16, 4096 + 71};
     int64_t bad = 0, checks = 0;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
         const int64_t K = Ks[ki];
