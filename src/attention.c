@@ -73,20 +73,30 @@ static float score_dot(const uint16_t *k, int64_t ks, const float *qh, int32_t h
         return tokd_reduce16(lane);
     }
     const int32_t body = hd & ~63;
-    float s[64] = {0};
-    for (int32_t i = 0; i < body; i++) {
-        float prod = tokd_f16_to_f32(k[i * ks]) * qh[i];
-        s[i % 64] = s[i % 64] + prod;
+    double sum = 0.0; /* an empty body's 64 lanes fold to +0 */
+    if (body) {
+        float s[64] = {0};
+        for (int32_t i = 0; i < body; i++) {
+            float prod = tokd_f16_to_f32(k[i * ks]) * qh[i];
+            s[i % 64] = s[i % 64] + prod;
+        }
+        for (int l = 0; l < 16; l++) {
+            s[l] = s[l] + s[l + 32];
+            s[l + 16] = s[l + 16] + s[l + 48];
+        }
+        for (int l = 0; l < 16; l++) s[l] = s[l] + s[l + 16];
+        sum = (double)tokd_reduce16(s);
     }
-    for (int l = 0; l < 16; l++) {
-        s[l] = s[l] + s[l + 32];
-        s[l + 16] = s[l + 16] + s[l + 48];
-    }
-    for (int l = 0; l < 16; l++) s[l] = s[l] + s[l + 16];
-    double sum = (double)tokd_reduce16(s);
     for (int32_t i = body; i < hd; i++) sum += (double)(tokd_f16_to_f32(k[i * ks]) * qh[i]);
     return (float)sum;
 }
+
+/* The statement's P x V for PV_REF_COLS columns at a time: key by key, each V row found
+ * once, every column's 16 lane sums carried side by side (each sum's additions in the
+ * statement's order). Element by element, a row lookup for each key and column made the
+ * tiny models' tests (head size 8, the statement's path) spend most of their time here
+ * under the sanitizers. */
+#define PV_REF_COLS 64
 
 void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, int32_t n_keys,
                         const float *q, int32_t group, int32_t hd, float *out, float *scratch) {
@@ -113,14 +123,18 @@ void tokd_attention_ref(const tokd_kv *kv, const int32_t *blocks, int32_t layer,
         const float inv = (float)(1.0 / sum);
         for (int32_t t = 0; t < n_keys; t++) s[t] = f16_round(s[t] * inv);
         float *o = out + (size_t)g * hd;
-        for (int32_t i = 0; i < hd; i++) {
-            float lane[16] = {0};
+        for (int32_t i0 = 0; i0 < hd; i0 += PV_REF_COLS) {
+            const int32_t nc = hd - i0 < PV_REF_COLS ? hd - i0 : PV_REF_COLS;
+            float lane[PV_REF_COLS][16];
+            memset(lane, 0, sizeof lane);
             for (int32_t t = 0; t < n_keys; t++) {
-                const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd;
-                float prod = s[t] * tokd_f16_to_f32(v[i]);
-                lane[t % 16] = lane[t % 16] + prod;
+                const uint16_t *v = tokd_kv_v_rows(kv, blocks[t / bs], layer, kvh) + (size_t)(t % bs) * hd + i0;
+                for (int32_t c = 0; c < nc; c++) {
+                    float prod = s[t] * tokd_f16_to_f32(v[c]);
+                    lane[c][t % 16] = lane[c][t % 16] + prod;
+                }
             }
-            o[i] = tokd_reduce16(lane);
+            for (int32_t c = 0; c < nc; c++) o[i0 + c] = tokd_reduce16(lane[c]);
         }
     }
 }
