@@ -1,15 +1,17 @@
 /* http_lib.c — see http_lib.h.
  *
  * The library is opened by its soname (the runtime package's file, libmicrohttpd.so.12
- * on Debian 12), falling back to the development link; RTLD_NOW resolves everything at
- * once so that a broken installation fails here, with a message, and not in the middle
- * of a request. The outcome of the one attempt is kept: later calls see the same table
- * or the same error. */
+ * on Debian 12), falling back to the development link, or from the path or name in
+ * TOKD_LIBMICROHTTPD when that is set (a build kept elsewhere; the tests point it at
+ * files that are not the library). RTLD_NOW resolves everything at once so that a broken
+ * installation fails here, with a message, and not in the middle of a request. The
+ * outcome of the one attempt is kept: later calls see the same table or the same error. */
 #include "server/http_lib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static tokd_http_lib lib;
 static const tokd_http_lib *loaded;
@@ -17,9 +19,10 @@ static char load_error[512];
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
 static void load(void) {
-    static const char *const names[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+    const char *given = getenv("TOKD_LIBMICROHTTPD");
+    const char *const names[] = {given && *given ? given : "libmicrohttpd.so.12", given && *given ? NULL : "libmicrohttpd.so"};
     void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
         snprintf(load_error, sizeof load_error,
@@ -34,6 +37,7 @@ static void load(void) {
         void *p = dlsym(h, symbol);                                                                        \
         if (!p) {                                                                                          \
             snprintf(load_error, sizeof load_error, "the libmicrohttpd found has no %s", symbol);         \
+            dlclose(h);                                                                                    \
             return;                                                                                        \
         }                                                                                                  \
         memcpy(&lib.member, &p, sizeof p);                                                                 \
