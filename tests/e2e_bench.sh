@@ -7,12 +7,7 @@ set -u
 TOKD=${TOKD:-build/tokd}
 SHARED=${TOKD_SHARED:-../shared}
 MODEL=$SHARED/models/stories260K.gguf
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 
 # text output
 if "$TOKD" bench -m "$MODEL" -p 32 -n 8 -r 1 -t 2 --bw-mib 64 >"$tmp/out" 2>"$tmp/err"; then ok; else bad "bench exited $?: $(cat "$tmp/err")"; fi
@@ -195,5 +190,4 @@ err_case "too many sequences" -m "$MODEL" -s 257
 err_case "a prompt batch over 65536 tokens" -m "$MODEL" -s 200 -p 512 -n 0
 err_case "bad --tg-probe" -m "$MODEL" --tg-probe sometimes
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

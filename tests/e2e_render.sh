@@ -5,12 +5,7 @@ set -u
 TOKD=${TOKD:-build/tokd}
 SHARED=${TOKD_SHARED:-../shared}
 export TOKD_NOW=2026-01-15T09:30:00
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 
 # a real template, byte-exact against the golden output (compared as files: the output has
 # no trailing newline and must keep every byte)
@@ -37,5 +32,4 @@ if printf '{"messages": ' | "$TOKD" render --template "$tmp/t.jinja" >/dev/null 
 if printf '{}' | "$TOKD" render --template "$tmp/missing.jinja" >/dev/null 2>&1; then bad "missing file exited 0"; else ok; fi
 if "$TOKD" render >/dev/null 2>&1 </dev/null; then bad "no --template exited 0"; else ok; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

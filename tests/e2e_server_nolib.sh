@@ -8,12 +8,7 @@
 set -u
 TOKD=${TOKD:-build/tokd}
 SHARED=${TOKD_SHARED:-../shared}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/checks.sh"
 
 # serve_without LIB PATTERN: serve exits 1 within 10 s, its stderr matching PATTERN, nothing listening
 serve_without() {
@@ -34,5 +29,4 @@ if ldd "$TOKD" >"$tmp/ldd" 2>&1 && ! grep -q microhttpd "$tmp/ldd"; then ok; els
 out=$(TOKD_LIBMICROHTTPD=/nonexistent "$TOKD" run -m "$SHARED/models/stories260K.gguf" -p "Once upon a time" -n 4 --temp 0 2>"$tmp/err")
 if [ -n "$out" ]; then ok; else bad "run without the library: $(cat "$tmp/err")"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

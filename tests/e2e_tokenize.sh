@@ -4,15 +4,10 @@
 set -u
 TOKD=${TOKD:-build/tokd}
 SHARED=${TOKD_SHARED:-../shared}
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+. "$(dirname "$0")/checks.sh"
 expect() { # name, expected, actual
     if [ "$2" = "$3" ]; then ok; else bad "$1: expected '$2', got '$3'"; fi
 }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 SPM=$SHARED/vocab/ggml-vocab-llama-spm.gguf
 GPT2=$SHARED/vocab/ggml-vocab-gpt-2.gguf
@@ -63,5 +58,4 @@ printf 'GGUF garbage' >"$tmp/bad.gguf"
 err_case "not a gguf" -m "$tmp/bad.gguf"
 grep -q "no-such-file" "$tmp/err" 2>/dev/null || true
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done
