@@ -13,9 +13,11 @@
  *   activation preparation itself (the same function on the same input: the same bits);
  * - of Q, K and V it computes the rows of its KV heads, so it also applies their RoPE,
  *   writes their K and V to the cache and runs their attention with nothing from the
- *   other threads; of gate and up, a fixed share of the rows of both, and their SwiGLU;
- * - the rows of O, down and the logits are claimed and stolen as matmul.c's decode
- *   products' are (tokd_matmul_rows_shared);
+ *   other threads;
+ * - the rows of O, of gate and up (one product of the two matrices), of down and of the
+ *   logits are claimed and stolen as matmul.c's decode products' are
+ *   (tokd_matmul_rows_shared); then each thread applies SwiGLU to a fixed share of the
+ *   columns, which are its columns of down's input;
  * - O's and down's inputs (the heads' attention outputs, the SwiGLU columns) come from
  *   every thread; where the weight type's preparation splits by columns (packed.h), each
  *   thread prepares its own columns into one shared row before the barrier, instead of
@@ -29,21 +31,32 @@
  *   (one store to each, claim_cols) before the product ahead of it, where the
  *   invalidations overlap the stream; steps alternated, Q4_0 0.9900-1.0030 (median
  *   0.9954) against a null flip's 0.9978-1.0024 (BENCHMARKS.md, sixty-third session);
- * - the threads meet at four barriers a layer: after attention (O needs every head),
- *   after O and after down (each thread adds the whole output into its x), after SwiGLU
- *   (down needs every column). A thread that arrives first reads the first bytes of its
- *   next product's rows while it waits, as the pool's windows do.
+ * - the threads meet at five barriers a layer: after attention (O needs every head),
+ *   after O and after down (each thread adds the whole output into its x), after gate
+ *   and up (SwiGLU needs both rows of its columns), after SwiGLU (down needs every
+ *   column). A thread that arrives first reads the first bytes of its next product's
+ *   rows while it waits, as the pool's windows do.
  * Each output is computed by one thread with the kernel and prepared row that
  * tokd_matmul gives it, so the step has forward.c's bits (tests/test_decode_step.c).
  *
  * TinyLlama shape, 2 threads, steps alternated in one process with forward.c's
  * (`tokd bench -p 0 -n 256 -r 2 -t 2`, medians of 257 paired step ratios; the null
  * flip reads 0.994-1.001): on cores on two dies, Q4_0 0.978-0.991 in 7 runs, Q4_K_M
- * 0.989-0.995 in 3; on one die 0.997-1.000 (BENCHMARKS.md, sixty-first session). Up's
- * rows claimed and stolen too, as O's are, measured 0.8-1.2 % slower on two dies than
- * the fixed halves, whose finishing thread reads down's first rows while it waits;
- * gate and up claimed in pairs (the same rows of both, then their SwiGLU), 3-4 %
- * slower; their split moved toward the threads' measured rates, alike. */
+ * 0.989-0.995 in 3; on one die 0.997-1.000 (BENCHMARKS.md, sixty-first session).
+ *
+ * Gate and up were each thread's fixed half of both rows until the sixty-seventh
+ * session. On the AVX2-only Zen 3, where one core reads 17-19 GB/s alone against 29-31
+ * for two, the halves finished 18-56 us apart a layer (which thread first changed from
+ * layer to layer), and the one left reading alone wasted half the bus. Claimed and
+ * stolen, with the barrier before SwiGLU that this costs, steps alternated in one
+ * process (60 rounds of 8 steps, Q4_0, against the fixed halves): 0.9654, 0.9973,
+ * 0.9860, 0.9777, 0.9735, 0.9882 where the null flip read 1.0073, 1.0037, 0.9917,
+ * 0.9893; Q8_0 0.9943, 0.9947 (null 1.0044), Q4_K_M 0.9913, 0.9855 (BENCHMARKS.md,
+ * sixty-fifth and sixty-seventh sessions). On the AVX-512 Zen 4 with its cores on two
+ * dies the same claimed product read within 0.4 % of the fixed halves (0.9867-0.9945
+ * against 0.9845-0.9906, each against forward.c, sixty-first session), up alone claimed
+ * 0.8-1.2 % slower and gate and up claimed in pairs (the same rows of both, then their
+ * SwiGLU, no barrier) 3-4 % slower. */
 #include "decode_step.h"
 
 #include <sched.h>
@@ -55,15 +68,17 @@
 #include "kernels/step_profile.h"
 #include "vecmath.h"
 
-/* Barriers a layer (each with its own epoch): after attention, O, SwiGLU and down. */
-#define STEP_EPOCHS_PER_LAYER 4
+/* Barriers a layer (each with its own epoch): after attention, O, gate and up, SwiGLU
+ * and down. */
+#define STEP_EPOCHS_PER_LAYER 5
 
 /* A thread waiting at a barrier spins this many TSC cycles (~95 us), then yields the core
  * each time round: on an oversubscribed machine the thread it waits for may need it. */
 #define STEP_SPIN_CYCLES 200000u
 /* What a thread that waits at a barrier reads of its next product (as forward.c's
- * windows), an L2's worth. The waits before down are the longest (gate and up's fixed
- * halves finish 15-43 us apart on cores on two dies), about what a core reads of 1 MB.
+ * windows), an L2's worth. The waits before down were the longest while gate and up
+ * were fixed halves (15-43 us apart on cores on two dies), about what a core reads of
+ * 1 MB.
  * Steps alternated in one process on cores on two dies, Q4_0: 512 KB against 256 KB
  * 0.9925-0.9961 in 6 runs (sixty-first session); 1 MB against 512 KB 0.9952, 0.9932,
  * 0.9953, 0.9931, 0.9988, and 2 MB 0.9973, 0.9939, 0.9948, 0.9924, where the null flip
@@ -72,7 +87,7 @@
 #define STEP_WINDOW_BYTES ((size_t)1 << 20)
 
 /* The products whose rows the threads claim and steal, each with its shares' slot. */
-typedef enum { SLOT_O, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
+typedef enum { SLOT_O, SLOT_GATE_UP, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
 
 /* Thread ith's rows [*o0, *o1) of a product of n_out rows cut in whole runs of align. */
 static void share_rows(int64_t n_out, int64_t align, int ith, int nth, int64_t *o0, int64_t *o1) {
@@ -89,7 +104,9 @@ static void head_share(const tokd_hparams *hp, int ith, int nth, int32_t *h0, in
 
 /* Whether the threads split the model evenly, on its matrices' groups: the same number
  * of KV heads each, whose Q, K and V rows start on group boundaries, and gate and up
- * with one grouping between them (the larger group a multiple of the smaller). */
+ * with one grouping between them (the larger group a multiple of the smaller: SwiGLU's
+ * columns are cut on it) that can run as one product (tokd_matmul_rows_together; a
+ * model whose gate and up cannot, one packed and one not, takes forward.c's path). */
 static bool splits_on_groups(const tokd_model *m, int nth) {
     const tokd_hparams *hp = &m->hp;
     if (hp->n_head_kv % nth || hp->n_head % hp->n_head_kv) return false;
@@ -97,7 +114,7 @@ static bool splits_on_groups(const tokd_model *m, int nth) {
     for (int32_t l = 0; l < hp->n_layer; l++) {
         const tokd_layer *L = &m->layers[l];
         const int64_t ga = tokd_matmul_rows_align(&L->w_gate), ua = tokd_matmul_rows_align(&L->w_up);
-        if ((ga > ua ? ga % ua : ua % ga) != 0) return false;
+        if ((ga > ua ? ga % ua : ua % ga) != 0 || !tokd_matmul_rows_together(&L->w_gate, &L->w_up)) return false;
         for (int t = 1; t < nth; t++) {
             int32_t h0, h1;
             head_share(hp, t, nth, &h0, &h1);
@@ -264,14 +281,15 @@ static void *shares_of(const tokd_ctx *c, share_slot s) {
     return (uint8_t *)c->step_shares + (size_t)s * c->step_slot_bytes;
 }
 
-/* The barrier ahead of a product whose rows are claimed (W, in `slot`; NULL: none
- * follows): this thread resets its share, then reads the front of it while it waits. */
-static void barrier_before_claims(tokd_ctx *c, int ith, int nth, unsigned epoch, share_slot slot,
-                                  const tokd_matrix *W) {
+/* The barrier ahead of a product whose rows are claimed (the n matrices Ws, in `slot`;
+ * n = 0: none follows): this thread resets its share, then reads the front of it while
+ * it waits. */
+static void barrier_before_claims(tokd_ctx *c, int ith, int nth, unsigned epoch, share_slot slot, int n,
+                                  const tokd_matrix *const *Ws) {
     tokd_pool_window w = {NULL, 0};
-    if (W) {
-        tokd_matmul_shares_reset(shares_of(c, slot), W, ith, nth);
-        w = tokd_matmul_shares_window(W, ith, nth, STEP_WINDOW_BYTES);
+    if (n) {
+        tokd_matmul_shares_reset(shares_of(c, slot), n, Ws, ith, nth);
+        w = tokd_matmul_shares_window(n, Ws, ith, nth, STEP_WINDOW_BYTES);
     }
     step_barrier(c, ith, nth, epoch, w.ptr, w.len);
 }
@@ -302,7 +320,7 @@ static void claimed_product(tokd_ctx *c, int ith, int nth, share_slot slot, tokd
     const uint64_t t0 = tokd_profile_now();
     const void *a = x ? tokd_matmul_row_prepare(W, x, act) : act;
     profile_prep(ith, st, t0);
-    tokd_matmul_rows_shared(shares_of(c, slot), W, a, y, ith, nth, st);
+    tokd_matmul_rows_shared(shares_of(c, slot), 1, &W, &a, &y, ith, nth, st);
     stage(ith, TOKD_STAGE_OTHER);
 }
 
@@ -323,7 +341,7 @@ static void gathered_product(tokd_ctx *c, int ith, int nth, unsigned epoch, tokd
                              tokd_stage st, const tokd_matrix *W, bool split, const float *x, int64_t c0, int64_t c1,
                              void *act, float *y) {
     if (split) prepare_cols(c, ith, st, W, x, c0, c1);
-    barrier_before_claims(c, ith, nth, epoch, slot, W);
+    barrier_before_claims(c, ith, nth, epoch, slot, 1, &W);
     profile_tail(c, ith, nth, before);
     claimed_product(c, ith, nth, slot, st, W, split ? NULL : x, split ? c->step_xact : act, y);
 }
@@ -384,35 +402,40 @@ static void step_thread(void *arg, int ith, int nth) {
         gathered_product(c, ith, nth, ++epoch, TOKD_STAGE_ATTENTION, SLOT_O, TOKD_STAGE_O, &L->wo, c->step_x_o, c->att,
                          q0, q1, act[0], y);
 
-        /* gate and up: each thread its fixed rows of both, then their SwiGLU (below) */
-        const tokd_matrix *WG = &L->w_gate, *WU = &L->w_up;
-        int64_t g0, g1; /* this thread's rows of gate and up, and columns of SwiGLU */
-        const int64_t ga = tokd_matmul_rows_align(WG), ua = tokd_matmul_rows_align(WU);
-        share_rows(F, ga > ua ? ga : ua, ith, nth, &g0, &g1);
-        barrier_before_rows(c, ith, nth, ++epoch, WG, g0, g1);
+        /* gate and up: one product of both, its rows claimed and stolen */
+        const tokd_matrix *GU[2] = {&L->w_gate, &L->w_up};
+        barrier_before_claims(c, ith, nth, ++epoch, SLOT_GATE_UP, 2, GU);
         profile_tail(c, ith, nth, TOKD_STAGE_O);
 
         tokd_add_n(x, y, E);
         tokd_rmsnorm(xn, x, L->ffn_norm, E, hp->norm_eps);
         stage(ith, TOKD_STAGE_FFN_UP);
         t0 = tokd_profile_now();
-        const void *ag = tokd_matmul_row_prepare(WG, xn, act[0]);
-        const void *au = tokd_matmul_row_shared(WG, WU) ? ag : tokd_matmul_row_prepare(WU, xn, act[1]);
+        const void *gu_act[2];
+        gu_act[0] = tokd_matmul_row_prepare(GU[0], xn, act[0]);
+        gu_act[1] = tokd_matmul_row_shared(GU[0], GU[1]) ? gu_act[0] : tokd_matmul_row_prepare(GU[1], xn, act[1]);
         profile_prep(ith, TOKD_STAGE_FFN_UP, t0);
+        int64_t g0, g1; /* this thread's columns of SwiGLU, and of down's prepared row */
+        const int64_t ga = tokd_matmul_rows_align(GU[0]), ua = tokd_matmul_rows_align(GU[1]);
+        share_rows(F, ga > ua ? ga : ua, ith, nth, &g0, &g1);
         claim_cols(c, c->step_x_down, &L->w_down, g0, g1); /* O read the row last */
-        t0 = tokd_profile_now();
-        const size_t gu_bytes = rows(WG, ag, g0, g1, c->hg) + rows(WU, au, g0, g1, c->hu);
-        profile_share(ith, TOKD_STAGE_FFN_UP, t0, gu_bytes);
-        tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
+        float *gu_out[2] = {c->hg, c->hu};
+        tokd_matmul_rows_shared(shares_of(c, SLOT_GATE_UP), 2, GU, gu_act, gu_out, ith, nth, TOKD_STAGE_FFN_UP);
         stage(ith, TOKD_STAGE_OTHER);
+
+        /* SwiGLU: every row of gate and up in; this thread's fixed columns */
+        step_barrier(c, ith, nth, ++epoch, NULL, 0);
+        profile_tail(c, ith, nth, TOKD_STAGE_FFN_UP);
+        tokd_swiglu_cols(c->hg + g0, c->hu + g0, g1 - g0, g0, F);
 
         /* down: every column of the SwiGLU product in */
         gathered_product(c, ith, nth, ++epoch, TOKD_STAGE_FFN_UP, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down,
                          c->step_x_down, c->hg, g0, g1, act[0], y);
         if (l + 1 < hp->n_layer) /* the next layer's Q: this thread's heads */
             barrier_before_rows(c, ith, nth, ++epoch, &m->layers[l + 1].wq, q0, q1);
-        else
-            barrier_before_claims(c, ith, nth, ++epoch, SLOT_LOGITS, j->logits ? &m->output : NULL);
+        else /* the logits' rows, if this step has them */
+            barrier_before_claims(c, ith, nth, ++epoch, SLOT_LOGITS, j->logits ? 1 : 0,
+                                  (const tokd_matrix *const[]){&m->output});
         profile_tail(c, ith, nth, TOKD_STAGE_FFN_DOWN);
     }
     if (!j->logits) return;

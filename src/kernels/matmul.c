@@ -869,30 +869,42 @@ static tokd_pool_window share_window(int n_mats, const tokd_matrix *const *Ws, c
 
 size_t tokd_matmul_shares_bytes(int nth) { return (size_t)decode_shares(nth) * sizeof(decode_share); }
 
-void tokd_matmul_shares_reset(void *shares, const tokd_matrix *W, int ith, int nth) {
-    int64_t unit0[2];
-    const int64_t align = job_units(1, &W, unit0);
+void tokd_matmul_shares_reset(void *shares, int n_mats, const tokd_matrix *const *Ws, int ith, int nth) {
+    int64_t unit0[MAX_MATS + 1];
+    const int64_t align = job_units(n_mats, Ws, unit0);
     const int n_shares = decode_shares(nth);
     if (ith >= n_shares) return;
     int64_t u0, u1;
-    decode_share_units(unit0[1], n_shares, align, ith, &u0, &u1);
+    decode_share_units(unit0[n_mats], n_shares, align, ith, &u0, &u1);
     atomic_store_explicit(&((decode_share *)shares)[ith].range, share_range(u0, u1), memory_order_relaxed);
 }
 
-tokd_pool_window tokd_matmul_shares_window(const tokd_matrix *W, int ith, int nth, size_t max_bytes) {
-    int64_t unit0[2];
-    const int64_t align = job_units(1, &W, unit0);
-    return share_window(1, &W, unit0, align, ith, decode_shares(nth), max_bytes);
+tokd_pool_window tokd_matmul_shares_window(int n_mats, const tokd_matrix *const *Ws, int ith, int nth,
+                                           size_t max_bytes) {
+    int64_t unit0[MAX_MATS + 1];
+    const int64_t align = job_units(n_mats, Ws, unit0);
+    return share_window(n_mats, Ws, unit0, align, ith, decode_shares(nth), max_bytes);
 }
 
-void tokd_matmul_rows_shared(void *shares, const tokd_matrix *W, const void *act, float *y, int ith, int nth,
-                             tokd_stage stage) {
+int tokd_matmul_rows_together(const tokd_matrix *a, const tokd_matrix *b) {
+    return same_act(a, b, 1) || mixed_region(a, b, 1);
+}
+
+void tokd_matmul_rows_shared(void *shares, int n_mats, const tokd_matrix *const *Ws, const void *const *acts,
+                             float *const *ys, int ith, int nth, tokd_stage stage) {
     matmul_job j;
-    row_job(&j, W, act, y);
-    j.align = job_units(1, &W, j.unit0);
+    row_job(&j, Ws[0], acts[0], ys[0]);
+    j.n_mats = n_mats;
+    for (int m = 1; m < n_mats; m++) {
+        j.Ws[m] = Ws[m];
+        j.Ys[m] = ys[m];
+        j.ldys[m] = Ws[m]->n_out;
+        j.mat_act[m] = acts[m];
+    }
+    j.align = job_units(n_mats, Ws, j.unit0);
     j.share = shares;
     j.n_shares = decode_shares(nth);
-    j.claim_min = min_claim_units(1, &W, j.align);
+    j.claim_min = min_claim_units(n_mats, Ws, j.align);
     j.profile = tokd_profile_on;
     j.prof_stage = stage;
     decode_region(&j, ith);

@@ -108,19 +108,24 @@ typedef void (*tokd_pair_epilogue_fn)(float *ya, const float *yb, int64_t n, int
 void tokd_matmul_pair(tokd_pool *pool, const tokd_matrix *Wa, const tokd_matrix *Wb, const float *X, int64_t ldx,
                       int64_t n_rows, float *Ya, float *Yb, int64_t ldy, tokd_pair_epilogue_fn epi, void *scratch);
 
-/* The same product with the rows claimed and stolen as tokd_matmul's decode (matmul.c),
- * by threads that the caller runs (decode_step.c): each thread owns an equal share,
- * claims it from the front, and then takes the back half of the fullest other share.
- * shares (tokd_matmul_shares_bytes, 64-byte aligned) is shared by the threads; before
- * the product each thread resets its own share (tokd_matmul_shares_reset), and the
- * threads meet at a barrier between that and tokd_matmul_rows_shared, to which each
- * passes its own prepared row. Counted in the profile's stage `stage` as a decode
- * product's shares. */
+/* A decode product of one activation row with the rows claimed and stolen as
+ * tokd_matmul's decode (matmul.c), by threads that the caller runs (decode_step.c): each
+ * thread owns an equal share, claims it from the front, and then takes the back half of
+ * the fullest other share. The product may be of n_mats matrices (at most 4) of one K,
+ * units counted across them as tokd_matmul_n counts them, matrix m's rows from its own
+ * prepared row acts[m] into ys[m]; two matrices may be one such product where
+ * tokd_matmul_rows_together says so. shares (tokd_matmul_shares_bytes, 64-byte aligned)
+ * is shared by the threads; before the product each thread resets its own share
+ * (tokd_matmul_shares_reset), and the threads meet at a barrier between that and
+ * tokd_matmul_rows_shared, to which each passes its own prepared rows. Counted in the
+ * profile's stage `stage` as a decode product's shares. */
 size_t tokd_matmul_shares_bytes(int nth);
-void tokd_matmul_shares_reset(void *shares, const tokd_matrix *W, int ith, int nth);
-void tokd_matmul_rows_shared(void *shares, const tokd_matrix *W, const void *act, float *y, int ith, int nth,
-                             tokd_stage stage);
+int tokd_matmul_rows_together(const tokd_matrix *a, const tokd_matrix *b);
+void tokd_matmul_shares_reset(void *shares, int n_mats, const tokd_matrix *const *Ws, int ith, int nth);
+void tokd_matmul_rows_shared(void *shares, int n_mats, const tokd_matrix *const *Ws, const void *const *acts,
+                             float *const *ys, int ith, int nth, tokd_stage stage);
 /* The first bytes (at most max_bytes) thread ith streams in such a product. */
-tokd_pool_window tokd_matmul_shares_window(const tokd_matrix *W, int ith, int nth, size_t max_bytes);
+tokd_pool_window tokd_matmul_shares_window(int n_mats, const tokd_matrix *const *Ws, int ith, int nth,
+                                           size_t max_bytes);
 
 #endif
