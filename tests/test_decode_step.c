@@ -11,8 +11,9 @@
  *     prepared rows were written in parts, each thread its own columns;
  *   - two sequences decoded turn about, with a two-entry batch (forward.c's path) every
  *     few steps, read the cache each path wrote: the same logits as with the region off.
- * Where the threads cannot split the KV heads evenly (3 threads, 4 or 2 KV heads) the
- * region stays off and the logits are still forward.c's. */
+ * Where the threads cannot split the KV heads evenly (3 threads, 4 or 2 KV heads), or
+ * gate and up cannot be one product (one packed, one not), the region stays off and
+ * the logits are still forward.c's. */
 #include <string.h>
 
 #include "decode_step.h"
@@ -121,6 +122,26 @@ static void check_model(const char *file, int split) {
     tokd_model_free(m);
 }
 
+/* A model whose gate and up cannot run as one claimed product (here layer 1's up
+ * unpacked, its gate packed) takes forward.c's path, with its bits. */
+static void check_gate_up_apart(const char *file) {
+    tokd_model *m = t_load_model(file);
+    if (!m) return;
+    if (!m->layers[1].w_up.pk) { /* nothing packed on this CPU */
+        tokd_model_free(m);
+        return;
+    }
+    m->layers[1].w_up.pk = NULL; /* its products read the file's rows (the packed copy stays the model's) */
+    const size_t n = (size_t)STEPS * m->hp.n_vocab;
+    float *off = malloc(n * sizeof(float)), *on = malloc(n * sizeof(float));
+    CHECK(decode_alone(m, 2, true, on, NULL) == 0, "%s: the region ran with gate packed and up not", file);
+    CHECK(decode_alone(m, 2, false, off, NULL) == -1, "%s: the region ran while off", file);
+    CHECK(memcmp(on, off, n * sizeof(float)) == 0, "%s: gate packed, up not: the logits differ", file);
+    free(off);
+    free(on);
+    tokd_model_free(m);
+}
+
 int main(void) {
     /* the tiny models: 2 KV heads, the second thread's heads from column 128 (qwen2: 128
        too), FFN 512 (its SwiGLU columns from 256); Q4_K_M's O is Q4_K */
@@ -131,5 +152,6 @@ int main(void) {
                   {"tiny-llama-BF16.gguf", 0}, {"tiny-llama-Q8_0.gguf", 3},   {"tiny-llama-Q4_0.gguf", 3},
                   {"tiny-llama-Q4_K_M.gguf", 2}, {"tiny-qwen2-F16.gguf", 0}, {"tiny-qwen2-Q8_0.gguf", 3}};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i].file, models[i].split);
+    check_gate_up_apart("tiny-llama-Q4_0.gguf");
     T_DONE();
 }
