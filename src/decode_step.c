@@ -49,14 +49,15 @@
  * for two, the halves finished 18-56 us apart a layer (which thread first changed from
  * layer to layer), and the one left reading alone wasted half the bus. Claimed and
  * stolen, with the barrier before SwiGLU that this costs, steps alternated in one
- * process (60 rounds of 8 steps, Q4_0, against the fixed halves): 0.9654, 0.9973,
- * 0.9860, 0.9777, 0.9735, 0.9882 where the null flip read 1.0073, 1.0037, 0.9917,
- * 0.9893; Q8_0 0.9943, 0.9947 (null 1.0044), Q4_K_M 0.9913, 0.9855 (BENCHMARKS.md,
- * sixty-fifth and sixty-seventh sessions). On the AVX-512 Zen 4 with its cores on two
- * dies the same claimed product read within 0.4 % of the fixed halves (0.9867-0.9945
- * against 0.9845-0.9906, each against forward.c, sixty-first session), up alone claimed
- * 0.8-1.2 % slower and gate and up claimed in pairs (the same rows of both, then their
- * SwiGLU, no barrier) 3-4 % slower. */
+ * process against the fixed halves (60 rounds of 8 steps): Q4_0 0.9654, 0.9735, 0.9777,
+ * 0.9860, 0.9882, 0.9973, Q8_0 0.9943, 0.9947, Q4_K_M 0.9855, 0.9913, where the null
+ * flip read 0.9838-1.0073 in the same batches; whole tg128 runs alternated, Q4_0 share
+ * medians 93.5 -> 94.3 %, 92.7 -> 93.2 % and 94.4 -> 95.85 % (six pairs each;
+ * BENCHMARKS.md, sixty-fifth and sixty-seventh sessions). On the AVX-512 Zen 4 with its
+ * cores on two dies the same claimed product read within 0.4 % of the fixed halves
+ * (0.9867-0.9945 against 0.9845-0.9906, each against forward.c, sixty-first session),
+ * up alone claimed 0.8-1.2 % slower and gate and up claimed in pairs (the same rows of
+ * both, then their SwiGLU, no barrier) 3-4 % slower. */
 #include "decode_step.h"
 
 #include <sched.h>
