@@ -436,7 +436,12 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
  * of p[h * n_pad + t] * V row t in the statement's order, as pv_NV: one pass per lane
  * t % 16, the lane sums folded at the end. With 16 vector registers a tile of HC heads
  * by NVC vectors keeps its accumulators in registers (hc a constant in every call, as in
- * pv_NV); wider heads take several column tiles. */
+ * pv_NV); wider heads take several column tiles. A key's HC probabilities are broadcast
+ * first and its V vectors converted one at a time: 12 sums, 3 broadcasts and 1 vector
+ * fill the 16 registers. Converting the 4 vectors first (17 live) left one sum on the
+ * stack, a store and a reload every key; the change (sixty-seventh session) took one
+ * call of 8 heads at 2048 keys, cold, from 138-143 to 124-126 us (/tmp/s67/attb.c,
+ * medians of 15 sweeps over 22 layers x 4 KV heads, two alternated runs each). */
 #define PV256(NV, NVC, HC)                                                                             \
     TGT256 INLINE void pv256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
                                   int32_t n_keys, const float *p, int32_t n_pad, const int hc, int c0, \
@@ -456,11 +461,11 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
                     acc[h][c] = k0 && h < hc ? _mm256_load_ps(&part[lane][h * W + 8 * c]) : _mm256_setzero_ps(); \
             for (int32_t i = lane; i < nk; i += 16) {                                                  \
                 const uint16_t *v = rows[i] + 8 * c0;                                                  \
-                __m256 vv[NVC];                                                                        \
-                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) vv[c] = load_h8(v + 8 * c);      \
-                _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) {                                 \
-                    const __m256 pb = _mm256_broadcast_ss(p + (size_t)h * n_pad + k0 + i);             \
-                    _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) acc[h][c] = _mm256_fmadd_ps(pb, vv[c], acc[h][c]); \
+                __m256 pb[HC];                                                                         \
+                _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) pb[h] = _mm256_broadcast_ss(p + (size_t)h * n_pad + k0 + i); \
+                _Pragma("GCC unroll 8") for (int c = 0; c < NVC; c++) {                                \
+                    const __m256 vc = load_h8(v + 8 * c);                                              \
+                    _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++) acc[h][c] = _mm256_fmadd_ps(pb[h], vc, acc[h][c]); \
                 }                                                                                      \
             }                                                                                          \
             _Pragma("GCC unroll 8") for (int h = 0; h < hc; h++)                                       \
