@@ -11,9 +11,13 @@
  * Here every thread runs the whole step:
  * - it keeps its own copy of the residual stream x, and computes each RMSNorm and each
  *   activation preparation itself (the same function on the same input: the same bits);
- * - of Q, K and V it computes the rows of its KV heads, so it also applies their RoPE,
- *   writes their K and V to the cache and runs their attention with nothing from the
- *   other threads;
+ * - of K and V it computes the rows of its KV heads, so it also applies their RoPE,
+ *   writes them to the cache and runs their attention with nothing from the other
+ *   threads but Q; Q's rows are claimed and stolen (below), each thread's share an
+ *   equal part (its heads' rows where they split evenly), and before RoPE a thread
+ *   waits until every Q row is computed (tokd_matmul_shares_done): no barrier, since Q
+ *   comes first and K and V after, and a thief is done with what it took by the time
+ *   its victim has read its own K and V;
  * - the rows of O, of gate and up (one product of the two matrices), of down and of the
  *   logits are claimed and stolen as matmul.c's decode products' are
  *   (tokd_matmul_rows_shared); then each thread applies SwiGLU to a fixed share of the
@@ -57,7 +61,18 @@
  * cores on two dies the same claimed product read within 0.4 % of the fixed halves
  * (0.9867-0.9945 against 0.9845-0.9906, each against forward.c, sixty-first session),
  * up alone claimed 0.8-1.2 % slower and gate and up claimed in pairs (the same rows of
- * both, then their SwiGLU, no barrier) 3-4 % slower. */
+ * both, then their SwiGLU, no barrier) 3-4 % slower.
+ *
+ * Q was each thread's fixed rows too until the sixty-eighth session. On the Zen 3 the
+ * threads then finished Q, K and V 10-20 us apart in a layer (interquartile range of the
+ * difference, either thread first: two cores streaming together drift apart for tens
+ * of microseconds), and the barrier after attention waited a median 13-20 us. With Q
+ * claimed the barrier's median wait read 2.4-10 us, and steps alternated in one process
+ * against fixed Q (8 steps a variant, 500 rounds): Q4_0 0.9961 and 0.9957 where the null
+ * flip read 0.9976 and 1.0074; 200 rounds, Q4_0 0.9949, 1.0004, 0.9921 (null 1.0067,
+ * 0.9970, 0.9988), Q8_0 0.9921 (0.9962), Q4_K_M 0.9915 (1.0099): below the null in 9 of
+ * 10 pairs, about 0.5-1 % (BENCHMARKS.md, sixty-eighth session). The sixty-seventh
+ * session's claimed Q, K and V, with a barrier before attention, measured nothing. */
 #include "decode_step.h"
 
 #include <sched.h>
@@ -88,7 +103,7 @@
 #define STEP_WINDOW_BYTES ((size_t)1 << 20)
 
 /* The products whose rows the threads claim and steal, each with its shares' slot. */
-typedef enum { SLOT_O, SLOT_GATE_UP, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
+typedef enum { SLOT_Q, SLOT_O, SLOT_GATE_UP, SLOT_DOWN, SLOT_LOGITS, SLOT_COUNT } share_slot;
 
 /* Thread ith's rows [*o0, *o1) of a product of n_out rows cut in whole runs of align. */
 static void share_rows(int64_t n_out, int64_t align, int ith, int nth, int64_t *o0, int64_t *o1) {
@@ -294,12 +309,15 @@ static void barrier_before_claims(tokd_ctx *c, int ith, int nth, unsigned epoch,
     }
     step_barrier(c, ith, nth, epoch, w.ptr, w.len);
 }
-/* The barrier ahead of this thread's fixed rows [o0, o1) of W: it reads their front. */
-static void barrier_before_rows(tokd_ctx *c, int ith, int nth, unsigned epoch, const tokd_matrix *W, int64_t o0,
-                                int64_t o1) {
-    const void *win;
-    const size_t len = tokd_matmul_rows_span(W, o0, o1, &win);
-    step_barrier(c, ith, nth, epoch, win, len < STEP_WINDOW_BYTES ? len : STEP_WINDOW_BYTES);
+/* After this thread's part of a claimed product (W in `slot`): waits until every row of
+ * it has been computed, by whichever thread (tokd_matmul_shares_done), spinning as
+ * wait_others does. */
+static void wait_claims_done(tokd_ctx *c, share_slot slot, const tokd_matrix *W, int nth) {
+    const uint64_t t0 = __rdtsc();
+    while (!tokd_matmul_shares_done(shares_of(c, slot), 1, &W, nth)) {
+        if (__rdtsc() - t0 > STEP_SPIN_CYCLES) sched_yield();
+        else __asm__ volatile("" ::: "memory");
+    }
 }
 /* This thread's columns [c0, c1) of x prepared for W into the step's shared row, before
  * the barrier that hands the row to every thread (c->step_x_o, c->step_x_down). Each
@@ -373,7 +391,7 @@ static void step_thread(void *arg, int ith, int nth) {
         const tokd_layer *L = &m->layers[l];
         if (l > 0) tokd_add_n(x, y, E); /* the previous layer's down output */
 
-        /* Q, K and V of this thread's KV heads */
+        /* Q claimed and stolen, then K and V of this thread's KV heads */
         tokd_rmsnorm(xn, x, L->attn_norm, E, hp->norm_eps);
         const int64_t q0 = (int64_t)h0 * group * hd, q1 = (int64_t)h1 * group * hd, k0 = (int64_t)h0 * hd,
                       k1 = (int64_t)h1 * hd;
@@ -386,10 +404,13 @@ static void step_thread(void *arg, int ith, int nth) {
                                                                   : tokd_matmul_row_prepare(&L->wv, xn, act[2]);
         profile_prep(ith, TOKD_STAGE_QKV, t0);
         claim_cols(c, c->step_x_o, &L->wo, q0, q1); /* down read the row last */
+        const tokd_matrix *wq = &L->wq;
+        tokd_matmul_rows_shared(shares_of(c, SLOT_Q), 1, &wq, &aq, &c->q, ith, nth, TOKD_STAGE_QKV);
         t0 = tokd_profile_now();
-        const size_t bytes =
-            rows(&L->wq, aq, q0, q1, c->q) + rows(&L->wk, ak, k0, k1, c->k) + rows(&L->wv, av, k0, k1, c->v);
-        profile_share(ith, TOKD_STAGE_QKV, t0, bytes);
+        const size_t kv_bytes = rows(&L->wk, ak, k0, k1, c->k) + rows(&L->wv, av, k0, k1, c->v);
+        profile_share(ith, TOKD_STAGE_QKV, t0, kv_bytes);
+        stage(ith, TOKD_STAGE_OTHER);
+        wait_claims_done(c, SLOT_Q, wq, nth); /* its heads' Q rows may have been stolen */
 
         /* their bias, RoPE, cache write and attention */
         stage(ith, TOKD_STAGE_ATTENTION);
@@ -432,8 +453,8 @@ static void step_thread(void *arg, int ith, int nth) {
         /* down: every column of the SwiGLU product in */
         gathered_product(c, ith, nth, ++epoch, TOKD_STAGE_FFN_UP, SLOT_DOWN, TOKD_STAGE_FFN_DOWN, &L->w_down,
                          c->step_x_down, c->hg, g0, g1, act[0], y);
-        if (l + 1 < hp->n_layer) /* the next layer's Q: this thread's heads */
-            barrier_before_rows(c, ith, nth, ++epoch, &m->layers[l + 1].wq, q0, q1);
+        if (l + 1 < hp->n_layer) /* the next layer's Q */
+            barrier_before_claims(c, ith, nth, ++epoch, SLOT_Q, 1, (const tokd_matrix *const[]){&m->layers[l + 1].wq});
         else /* the logits' rows, if this step has them */
             barrier_before_claims(c, ith, nth, ++epoch, SLOT_LOGITS, j->logits ? 1 : 0,
                                   (const tokd_matrix *const[]){&m->output});
@@ -447,6 +468,11 @@ static void step_thread(void *arg, int ith, int nth) {
 
 void tokd_decode_step(tokd_ctx *c, const tokd_batch_entry *e, float *logits) {
     step_job j = {c, e, e->logits ? logits : NULL, c->step_epoch};
+    /* layer 0's Q shares, which no barrier in the step comes before: reset here, before
+       the region hands them to the threads */
+    const int nth = tokd_pool_size(c->pool);
+    const tokd_matrix *wq0 = &c->m->layers[0].wq;
+    for (int t = 0; t < nth; t++) tokd_matmul_shares_reset(shares_of(c, SLOT_Q), 1, &wq0, t, nth);
     tokd_pool_run(c->pool, step_thread, &j);
     c->step_epoch += (unsigned)STEP_EPOCHS_PER_LAYER * (unsigned)c->m->hp.n_layer;
 }

@@ -6,7 +6,8 @@
  * activation row counts, row strides with padding; the grid types (IQ1_S ... IQ3_S,
  * AVX2 gemm) too, from raw blocks; and through tokd_matmul with 1 and
  * 2 threads, compared with the same reference; and the same bits whatever the thread
- * count (the work split). */
+ * count (the work split); and a decode product's claimed rows with one share stolen
+ * from, and when tokd_matmul_shares_done says they are all computed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,6 +534,52 @@ enum { GRID_KERNEL_SWEEPS = 0 };
 enum { GRID_KERNEL_SWEEPS = 1 };
 #endif
 
+/* A decode product's claimed rows (tokd_matmul_rows_shared), its two threads run one
+ * after the other on this one: thread 1 runs its share and then steals the back half of
+ * thread 0's, which has not started. tokd_matmul_shares_done must say no until thread 0
+ * has run what is left of its own, and every output must have tokd_matmul_rows' bits. */
+static void check_shares_steal(void) {
+    const int64_t K = 2048, n = 512; /* Q4_0: 16-row units of 18 KB, 16 a share, the claim floor 2 */
+    const tokd_type_traits *t = tokd_type_get(GGML_TYPE_Q4_0);
+    const size_t rb = tokd_row_bytes(t, K);
+    uint8_t *W = malloc((size_t)n * rb);
+    fill_weights(t, W, K, n, 0);
+    tokd_matrix M = {.data = W, .tt = t, .K = K, .n_out = n, .row_bytes = rb};
+    const tokd_packed_traits *pk = tokd_packed_get_any(t->id);
+    if (pk) CHECK(tokd_matrix_pack(NULL, &M, pk) == 0, "shares: pack");
+    float *x = malloc(sizeof(float) * (size_t)K), *want = malloc(sizeof(float) * (size_t)n),
+          *y = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < K; i++) x[i] = (float)t_rand_pm1(&rng);
+    void *act = tokd_aligned_alloc(tokd_matmul_scratch_bytes(t, K, 1));
+    const void *a = tokd_matmul_row_prepare(&M, x, act);
+    tokd_matmul_rows(&M, a, 0, n, want);
+    for (int64_t i = 0; i < n; i++) y[i] = NAN;
+    void *shares = tokd_aligned_alloc(tokd_matmul_shares_bytes(2));
+    const tokd_matrix *Ws[1] = {&M};
+    for (int th = 0; th < 2; th++) tokd_matmul_shares_reset(shares, 1, Ws, th, 2);
+    CHECK(!tokd_matmul_shares_done(shares, 1, Ws, 2), "shares: done before any thread ran");
+    tokd_matmul_rows_shared(shares, 1, Ws, &a, &y, 1, 2, TOKD_STAGE_OTHER);
+    int64_t stolen = 0, own = 0;
+    for (int64_t i = 0; i < n / 2; i++) stolen += !isnan(y[i]);
+    for (int64_t i = n / 2; i < n; i++) own += !isnan(y[i]);
+    CHECK(own == n / 2 && stolen > 0 && stolen < n / 2, "shares: thread 1 ran %lld of its %lld rows and stole %lld",
+          (long long)own, (long long)(n / 2), (long long)stolen);
+    CHECK(!tokd_matmul_shares_done(shares, 1, Ws, 2), "shares: done with %lld of thread 0's rows not run",
+          (long long)(n / 2 - stolen));
+    tokd_matmul_rows_shared(shares, 1, Ws, &a, &y, 0, 2, TOKD_STAGE_OTHER);
+    CHECK(tokd_matmul_shares_done(shares, 1, Ws, 2), "shares: not done after both threads ran");
+    CHECK(memcmp(y, want, sizeof(float) * (size_t)n) == 0, "shares: outputs differ from tokd_matmul_rows");
+    for (int th = 0; th < 2; th++) tokd_matmul_shares_reset(shares, 1, Ws, th, 2);
+    CHECK(!tokd_matmul_shares_done(shares, 1, Ws, 2), "shares: done after a reset");
+    free(shares);
+    free(act);
+    free(x);
+    free(want);
+    free(y);
+    free(M.packed);
+    free(W);
+}
+
 int main(void) {
     tokd_kernels_init();
     printf("kernels: %s\n", tokd_kernels_path());
@@ -554,5 +601,6 @@ int main(void) {
     check_thread_split();
     check_prefetch_windows();
     check_prefetch_windows_mixed();
+    check_shares_steal();
     T_DONE();
 }

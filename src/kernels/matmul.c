@@ -106,9 +106,11 @@
 #endif
 
 /* A decode share's units not yet claimed: (first << 32) | end. Its owner claims from
- * the front, a thief moves the end down. */
+ * the front, a thief moves the end down. `ran`: the units its thread ran in the product,
+ * stored when the thread is done with it (tokd_matmul_shares_done sums them). */
 typedef struct {
     _Alignas(64) _Atomic uint64_t range;
+    _Atomic int64_t ran;
 } decode_share;
 
 size_t tokd_matmul_scratch_bytes(const tokd_type_traits *tt, int64_t K, int64_t n_rows) {
@@ -503,13 +505,15 @@ static void decode_region(matmul_job *j, int ith) {
     const uint64_t t0 = profile ? __rdtsc() : 0;
     uint64_t bytes = 0;
     decode_share *own = &j->share[ith];
-    int64_t u0, u1;
+    int64_t u0, u1, ran = 0;
     do
         while (claim_front(j, own, &u0, &u1)) {
             run_units(j, u0, u1);
+            ran += u1 - u0;
             if (profile) bytes += units_bytes(j, u0, u1);
         }
     while (steal_half(j, ith));
+    atomic_store_explicit(&own->ran, ran, memory_order_release); /* its outputs before it */
     if (profile) {
         profile_finish[ith] = __rdtsc();
         tokd_profile.share_cycles[ith][j->prof_stage] += profile_finish[ith] - t0;
@@ -876,7 +880,17 @@ void tokd_matmul_shares_reset(void *shares, int n_mats, const tokd_matrix *const
     if (ith >= n_shares) return;
     int64_t u0, u1;
     decode_share_units(unit0[n_mats], n_shares, align, ith, &u0, &u1);
-    atomic_store_explicit(&((decode_share *)shares)[ith].range, share_range(u0, u1), memory_order_relaxed);
+    decode_share *s = &((decode_share *)shares)[ith];
+    atomic_store_explicit(&s->range, share_range(u0, u1), memory_order_relaxed);
+    atomic_store_explicit(&s->ran, 0, memory_order_relaxed);
+}
+
+bool tokd_matmul_shares_done(const void *shares, int n_mats, const tokd_matrix *const *Ws, int nth) {
+    int64_t unit0[MAX_MATS + 1], ran = 0;
+    job_units(n_mats, Ws, unit0);
+    const decode_share *s = shares;
+    for (int t = 0; t < decode_shares(nth); t++) ran += atomic_load_explicit(&s[t].ran, memory_order_acquire);
+    return ran == unit0[n_mats];
 }
 
 tokd_pool_window tokd_matmul_shares_window(int n_mats, const tokd_matrix *const *Ws, int ith, int nth,

@@ -8,6 +8,7 @@
 #ifndef TOKD_MATMUL_H
 #define TOKD_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,6 +125,12 @@ int tokd_matmul_rows_together(const tokd_matrix *a, const tokd_matrix *b);
 void tokd_matmul_shares_reset(void *shares, int n_mats, const tokd_matrix *const *Ws, int ith, int nth);
 void tokd_matmul_rows_shared(void *shares, int n_mats, const tokd_matrix *const *Ws, const void *const *acts,
                              float *const *ys, int ith, int nth, tokd_stage stage);
+/* Whether every row of such a product has been computed, by whichever thread: each
+ * thread's count of what it ran, stored as it leaves tokd_matmul_rows_shared (release;
+ * read here with acquire, so its outputs are visible once this says true). A thread that
+ * needs rows another thread may have stolen from its share waits on this instead of a
+ * barrier. Each thread's count starts at zero in tokd_matmul_shares_reset. */
+bool tokd_matmul_shares_done(const void *shares, int n_mats, const tokd_matrix *const *Ws, int nth);
 /* The first bytes (at most max_bytes) thread ith streams in such a product. */
 tokd_pool_window tokd_matmul_shares_window(int n_mats, const tokd_matrix *const *Ws, int ith, int nth,
                                            size_t max_bytes);
