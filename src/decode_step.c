@@ -64,15 +64,17 @@
  * both, then their SwiGLU, no barrier) 3-4 % slower.
  *
  * Q was each thread's fixed rows too until the sixty-eighth session. On the Zen 3 the
- * threads then finished Q, K and V 10-20 us apart in a layer (interquartile range of the
- * difference, either thread first: two cores streaming together drift apart for tens
- * of microseconds), and the barrier after attention waited a median 13-20 us. With Q
- * claimed the barrier's median wait read 2.4-10 us, and steps alternated in one process
- * against fixed Q (8 steps a variant, 500 rounds): Q4_0 0.9961 and 0.9957 where the null
- * flip read 0.9976 and 1.0074; 200 rounds, Q4_0 0.9949, 1.0004, 0.9921 (null 1.0067,
- * 0.9970, 0.9988), Q8_0 0.9921 (0.9962), Q4_K_M 0.9915 (1.0099): below the null in 9 of
- * 10 pairs, about 0.5-1 % (BENCHMARKS.md, sixty-eighth session). The sixty-seventh
- * session's claimed Q, K and V, with a barrier before attention, measured nothing. */
+ * threads then finished Q, K and V 3-12 us apart in a layer at the quartiles, either
+ * thread first (two cores streaming together drift apart for tens of microseconds), and
+ * the barrier after attention waited a median 4-20 us, a tenth of the time 29-71 us
+ * (profiled runs of 256 steps). Four such runs alternated: medians 6.3 and 3.8 us fixed,
+ * 2.4 and 9.9 claimed; a tenth of the time over 32 and 29 us fixed, 13 and 23 claimed.
+ * Steps alternated in one process against fixed Q (8 steps a variant, 500 rounds): Q4_0
+ * 0.9961 and 0.9957 where the null flip read 0.9976 and 1.0074; 200 rounds, Q4_0
+ * 0.9949, 1.0004, 0.9921 (null 1.0067, 0.9970, 0.9988), Q8_0 0.9921 (0.9962), Q4_K_M
+ * 0.9915 (1.0099): below the null in 9 of 10 pairs, about 0.5-1 % (BENCHMARKS.md,
+ * sixty-eighth session). The sixty-seventh session's claimed Q, K and V, with a barrier
+ * before attention, measured nothing. */
 #include "decode_step.h"
 
 #include <sched.h>
