@@ -72,9 +72,10 @@
  * Steps alternated in one process against fixed Q (8 steps a variant, 500 rounds): Q4_0
  * 0.9961 and 0.9957 where the null flip read 0.9976 and 1.0074; 200 rounds, Q4_0
  * 0.9949, 1.0004, 0.9921 (null 1.0067, 0.9970, 0.9988), Q8_0 0.9921 (0.9962), Q4_K_M
- * 0.9915 (1.0099): below the null in 9 of 10 pairs, about 0.5-1 % (BENCHMARKS.md,
- * sixty-eighth session). The sixty-seventh session's claimed Q, K and V, with a barrier
- * before attention, measured nothing. */
+ * 0.9915 (1.0099); with 60 rounds, Q4_0 0.9904-1.0014 (null 1.0024-1.0158): below the
+ * null in 9 of 10 pairs, about 0.5-1 % (BENCHMARKS.md, sixty-eighth session). The
+ * sixty-seventh session's claimed Q, K and V, with a barrier before attention, measured
+ * nothing. */
 #include "decode_step.h"
 
 #include <sched.h>
