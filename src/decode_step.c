@@ -265,6 +265,7 @@ static void profile_tail(const tokd_ctx *c, int ith, int nth, tokd_stage st) {
         if (a > last) last = a;
     }
     tokd_profile.tail_cycles[st] += last - first;
+    tokd_profile.tails[st]++;
 }
 /* Thread 0 enters stage st (the profile's stage times are the caller's). */
 static inline void stage(int ith, tokd_stage st) {

@@ -61,7 +61,7 @@ if grep -q '"pp":' "$tmp/json2" && ! grep -q '"tg":' "$tmp/json2" && ! grep -q b
 # stage present, its parts of a step summing to 1, each product with a region per layer)
 if "$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 2 --no-machine --profile 6 >"$tmp/prof" 2>"$tmp/err"; then ok; else bad "bench --profile exited $?: $(cat "$tmp/err")"; fi
 for field in '^profile: +6 decode steps from position 0, [0-9.]+ ms a step' 'GB/s in shares, by thread' \
-    '^ +qkv +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ [0-9.]+$' '^ +attention +[0-9.]+$' '^ +logits +[0-9.]+ +1\.0 '; do
+    '^ +qkv +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ [0-9.]+$' '^ +attention +[0-9.]+ +- +- +[0-9.]+$' '^ +logits +[0-9.]+ +1\.0 '; do
     if grep -Eq "$field" "$tmp/prof"; then ok; else bad "profile text lacks /$field/: $(cat "$tmp/prof")"; fi
 done
 if "$TOKD" bench -m "$MODEL" -p 0 -n 4 -r 1 -t 2 --no-machine --profile 6 --json >"$tmp/pjson" 2>"$tmp/err"; then ok; else bad "bench --profile --json exited $?"; fi
@@ -77,6 +77,8 @@ if command -v node >/dev/null 2>&1; then
             if (s.regions_per_step !== (s.stage === "logits" ? 1 : 5)) bad.push(s.stage + " regions " + s.regions_per_step);
             if (s.thread_gb_s.length !== 2 || !s.thread_gb_s.some(v => v > 0)) bad.push(s.stage + " rates " + s.thread_gb_s);
         }
+        const att = (p && p.stages || []).find(s => s.stage === "attention");
+        if (!att || !(att.tail_us >= 0)) bad.push("attention wait " + JSON.stringify(att));
         if (bad.length) { console.error(bad.join("; ")); process.exit(1); }' "$tmp/pjson"; then ok; else bad "profile JSON"; fi
 else
     if grep -q '"profile":{"steps":6,' "$tmp/pjson" && grep -q '"stage":"logits"' "$tmp/pjson"; then ok; else bad "profile JSON"; fi

@@ -7,6 +7,8 @@
  *     matrices a step (whole groups when packed), so no claim or stolen half is lost or
  *     counted twice;
  *   - time in every stage;
+ *   - the threads' spread at the barrier after attention, once a layer a step where the
+ *     step is one region (decode_step.c: 2 threads here), else never;
  * and the logits are the same bits as with the profile off, which counts nothing. */
 #include <string.h>
 
@@ -88,6 +90,12 @@ static void check_model(const char *file) {
             CHECK(active >= 1 && active <= n_threads, "%s, %d threads: stage %s: %d threads in shares", file, n_threads, name,
                   active);
         }
+        /* 2 threads split the tiny models' KV heads evenly, so the step is one region;
+           3 do not, and 1 has nothing to wait for: forward.c's path, no barrier */
+        const uint64_t waits = pr->tails[TOKD_STAGE_ATTENTION],
+                       want_waits = n_threads == 2 ? (uint64_t)hp->n_layer * STEPS : 0;
+        CHECK(waits == want_waits, "%s, %d threads: %llu waits after attention counted, want %llu", file, n_threads,
+              (unsigned long long)waits, (unsigned long long)want_waits);
     }
     tokd_profile_start(false);
     free(off);

@@ -49,7 +49,8 @@ static void json_stat(const char *key, int n_tokens, const tokd_bench_stat *s) {
 
 /* The profiled steps (--profile): per stage, its part of a step, and for decode products
  * the regions a step, the caller's preparation and the threads' tail (us a region), and
- * each thread's read rate in its shares. */
+ * each thread's read rate in its shares; for attention in a one-region decode step
+ * (decode_step.c), the threads' spread at the barrier after it (us a layer). */
 static int profile_threads(const tokd_bench_result *r) {
     int n = r->n_threads < TOKD_PROFILE_MAX_THREADS ? r->n_threads : TOKD_PROFILE_MAX_THREADS;
     return n > 0 ? n : 1;
@@ -73,6 +74,8 @@ static void print_profile(const tokd_bench_result *r, int depth, bool json) {
         const double regions = (double)pr->regions[s];
         const double prep_us = regions > 0 ? pr->prep_cycles[s] / regions / hz * 1e6 : 0;
         const double tail_us = regions > 0 ? pr->tail_cycles[s] / regions / hz * 1e6 : 0;
+        /* a stage with a barrier but no products (attention) */
+        const double wait_us = regions == 0 && pr->tails[s] ? pr->tail_cycles[s] / (double)pr->tails[s] / hz * 1e6 : -1;
         double gb_s[TOKD_PROFILE_MAX_THREADS];
         for (int t = 0; t < nt; t++) gb_s[t] = pr->share_cycles[t][s] ? pr->share_bytes[t][s] / (pr->share_cycles[t][s] / hz) / 1e9 : 0;
         if (json) {
@@ -84,6 +87,8 @@ static void print_profile(const tokd_bench_result *r, int depth, bool json) {
                 printf("],\"thread_bytes_per_step\":[");
                 for (int t = 0; t < nt; t++) printf("%s%.0f", t ? "," : "", pr->share_bytes[t][s] / steps);
                 putchar(']');
+            } else if (wait_us >= 0) {
+                printf(",\"tail_us\":%.3f", wait_us);
             }
             putchar('}');
             continue;
@@ -92,6 +97,8 @@ static void print_profile(const tokd_bench_result *r, int depth, bool json) {
         if (regions > 0) {
             printf(" %8.1f %8.2f %8.2f ", regions / steps, prep_us, tail_us);
             for (int t = 0; t < nt; t++) printf(" %.1f", gb_s[t]);
+        } else if (wait_us >= 0) {
+            printf(" %8s %8s %8.2f", "-", "-", wait_us);
         }
         putchar('\n');
     }

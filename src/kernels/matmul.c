@@ -538,7 +538,10 @@ static void profile_region_end(const matmul_job *j) {
         if (profile_finish[t] < first) first = profile_finish[t];
         if (profile_finish[t] > last) last = profile_finish[t];
     }
-    if (n > 0) tokd_profile.tail_cycles[j->prof_stage] += last - first;
+    if (n > 0) {
+        tokd_profile.tail_cycles[j->prof_stage] += last - first;
+        tokd_profile.tails[j->prof_stage]++;
+    }
 }
 
 static void matmul_region(void *arg, int ith, int nth) {

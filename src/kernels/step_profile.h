@@ -41,6 +41,8 @@ typedef struct {
     uint64_t regions[TOKD_STAGE_COUNT];
     uint64_t prep_cycles[TOKD_STAGE_COUNT]; /* activation rows prepared by the caller */
     uint64_t tail_cycles[TOKD_STAGE_COUNT]; /* last thread's finish minus the first's */
+    uint64_t tails[TOKD_STAGE_COUNT];       /* the spreads in tail_cycles (regions, or a decode
+                                               step's barriers: attention's too) */
     uint64_t share_cycles[TOKD_PROFILE_MAX_THREADS][TOKD_STAGE_COUNT];
     uint64_t share_bytes[TOKD_PROFILE_MAX_THREADS][TOKD_STAGE_COUNT]; /* weight bytes read */
     uint64_t steps; /* forward passes counted */
