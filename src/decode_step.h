@@ -3,10 +3,10 @@
  *
  * A decode step of one sequence runs as one parallel region: every thread keeps its own
  * copy of the residual stream, computes the norms and activation preparations itself,
- * and computes its part of every product (Q, K and V by KV head, so that RoPE, the KV
- * write and attention need no exchange; the others' rows claimed and stolen); the
- * threads meet at five barriers a layer instead of handing the activations back and
- * forth through some ten regions.
+ * and computes its part of every product (K and V by KV head, so that RoPE, the KV
+ * write and attention need nothing from the others but Q; every other product's rows,
+ * Q's too, claimed and stolen); the threads meet at five barriers a layer instead of
+ * handing the activations back and forth through some ten regions.
  * decode_step.c says why and what it measured. */
 #ifndef TOKD_DECODE_STEP_H
 #define TOKD_DECODE_STEP_H
