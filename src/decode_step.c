@@ -221,6 +221,13 @@ typedef struct {
     unsigned epoch0;  /* the epoch before the step's first barrier */
 } step_job;
 
+/* One turn of a wait begun at TSC t0: a spin, or once the wait is past STEP_SPIN_CYCLES,
+ * the core given up (sched_yield). */
+static inline void wait_turn(uint64_t t0) {
+    if (__rdtsc() - t0 > STEP_SPIN_CYCLES) sched_yield();
+    else __asm__ volatile("" ::: "memory");
+}
+
 /* Waits until every other thread has reached barrier `epoch`, reading the window
  * [win, win + len) meanwhile: a few lines between checks, with plain loads (threadpool.c
  * says why not prefetches). The acquire loads make what the others wrote before their
@@ -241,8 +248,7 @@ static void wait_others(tokd_ctx *c, int ith, int nth, unsigned epoch, const voi
                 if (!len) t0 = __rdtsc();
                 continue;
             }
-            if (__rdtsc() - t0 > STEP_SPIN_CYCLES) sched_yield();
-            else __asm__ volatile("" ::: "memory");
+            wait_turn(t0);
         }
     }
 }
@@ -314,14 +320,10 @@ static void barrier_before_claims(tokd_ctx *c, int ith, int nth, unsigned epoch,
     step_barrier(c, ith, nth, epoch, w.ptr, w.len);
 }
 /* After this thread's part of a claimed product (W in `slot`): waits until every row of
- * it has been computed, by whichever thread (tokd_matmul_shares_done), spinning as
- * wait_others does. */
+ * it has been computed, by whichever thread (tokd_matmul_shares_done). */
 static void wait_claims_done(tokd_ctx *c, share_slot slot, const tokd_matrix *W, int nth) {
     const uint64_t t0 = __rdtsc();
-    while (!tokd_matmul_shares_done(shares_of(c, slot), 1, &W, nth)) {
-        if (__rdtsc() - t0 > STEP_SPIN_CYCLES) sched_yield();
-        else __asm__ volatile("" ::: "memory");
-    }
+    while (!tokd_matmul_shares_done(shares_of(c, slot), 1, &W, nth)) wait_turn(t0);
 }
 /* This thread's columns [c0, c1) of x prepared for W into the step's shared row, before
  * the barrier that hands the row to every thread (c->step_x_o, c->step_x_down). Each
