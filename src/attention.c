@@ -19,13 +19,19 @@
  * decode steps at 4096 positions (`tokd bench --profile`, three alternated pairs) the
  * attention stage took 264-311 us a layer before and 226-278 now.
  *
- * CPUs with AVX2, FMA and F16C but no AVX-512 take the same path 8 keys at a time
- * (attn_256_NV: the same lane sums and tree in 8-lane vectors, half a tile at a time, and
- * P x V in tiles of heads x columns that fit 16 registers): again the statement's bits.
- * Each group of 8 keys is converted to F32 once for up to QK_HEADS query heads, which
- * then read it as floats; two heads share each load (QK8_TILE). Against the row layout's
+ * CPUs with AVX2, FMA and F16C but no AVX-512 take the same path in 8-lane vectors
+ * (attn_256_NV: the same lane sums and tree, and P x V in tiles of heads x columns that
+ * fit 16 registers): again the statement's bits. Each tile of 16 keys is converted to F32
+ * once for up to QK_HEADS query heads, as two vectors of 8 keys, which then read it as
+ * floats. Its scores take four heads a pass (QK16_TILE): each broadcast query value goes
+ * into both halves' sums, and the lane sums are folded after all 16 lanes. Until the
+ * sixty-ninth session they took two heads and 8 keys a pass, the tree folded depth first
+ * in registers (QK8_TILE, still used by pages of 8 x odd slots); GCC 12 then parked lane
+ * sums and key vectors on the stack, 1.6 loads an FMA. On the AVX2-only Zen 3, one call
+ * of 8 heads (hd 64) at 2048 keys, warm, medians of 40 (/tmp/s69/attb2.c): the scores
+ * 38.6-39.8 us against 59.3, the call 89.8-90.0 against 109.8. Against the row layout's
  * folds, through TOKD_KERNELS=avx2 on the AVX-512 host: 45.3-46.1 us against 46.9-48.1
- * at 1024 keys warm, 193.7-196.7 against 198.1-217.8 at 4096 cold.
+ * at 1024 keys warm, 193.7-196.7 against 198.1-217.8 at 4096 cold (8-key passes).
  *
  * Until the forty-second session the scores took 32 lanes, the softmax sum 16 double
  * lanes, P x V key order and the exponential tokd's own polynomial: within 1e-6 of
@@ -432,6 +438,50 @@ TGT256 INLINE __m256 load_h8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loa
         if (g < hn) qk8_##NV##_1_tile(kf, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
     }
 
+/* Scores of HT query heads against the 16 keys of a K tile, as QK_TILE's (the same lane
+ * sums, the same tree), from the tile's two halves converted to F32 beforehand (k0 the
+ * keys 0-7, k1 the keys 8-15; kX + 8 * i holds element i of its 8 keys). Each broadcast
+ * query value goes into both halves' sums, and each lane's 2 * HT sums are stored and
+ * folded after all 16 lanes (tokd_reduce16's tree): 2 + HT loads for 2 * HT FMAs, where
+ * QK8_TILE's depth-first tree takes 1 + HT for HT. */
+#define QK16_TILE(NV, HT)                                                                              \
+    TGT256 INLINE void qk16_##NV##_##HT(const float *k0, const float *k1, const float *qh, __m256 scale, \
+                                        float *out, int32_t stride) {                                  \
+        _Alignas(32) float lanes[16][2 * HT][8];                                                       \
+        for (int r = 0; r < 16; r++) {                                                                 \
+            __m256 s[2 * HT];                                                                          \
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2 * HT; j++) s[j] = _mm256_setzero_ps();       \
+            _Pragma("GCC unroll 8") for (int c = 0; c < NV / 2; c++) {                                 \
+                const __m256 a = _mm256_load_ps(k0 + 8 * (16 * c + r)), b = _mm256_load_ps(k1 + 8 * (16 * c + r)); \
+                _Pragma("GCC unroll 8") for (int h = 0; h < HT; h++) {                                 \
+                    const __m256 qv = _mm256_broadcast_ss(qh + h * 8 * NV + 16 * c + r);              \
+                    s[2 * h] = _mm256_fmadd_ps(qv, a, s[2 * h]);                                       \
+                    s[2 * h + 1] = _mm256_fmadd_ps(qv, b, s[2 * h + 1]);                               \
+                }                                                                                      \
+            }                                                                                          \
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2 * HT; j++) _mm256_store_ps(lanes[r][j], s[j]); \
+        }                                                                                              \
+        for (int j = 0; j < 2 * HT; j++) {                                                             \
+            __m256 p8[8], p4[4];                                                                       \
+            _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                        \
+                p8[l] = _mm256_add_ps(_mm256_load_ps(lanes[l][j]), _mm256_load_ps(lanes[l + 8][j]));   \
+            _Pragma("GCC unroll 4") for (int l = 0; l < 4; l++) p4[l] = _mm256_add_ps(p8[l], p8[l + 4]); \
+            const __m256 t = _mm256_add_ps(_mm256_add_ps(p4[0], p4[2]), _mm256_add_ps(p4[1], p4[3])); \
+            _mm256_storeu_ps(out + (size_t)(j / 2) * stride + 8 * (j % 2), _mm256_mul_ps(t, scale));   \
+        }                                                                                              \
+    }
+#define QK16_TILES(NV)                                                                                 \
+    QK16_TILE(NV, 4)                                                                                   \
+    QK16_TILE(NV, 2)                                                                                   \
+    QK16_TILE(NV, 1)                                                                                   \
+    TGT256 INLINE void qk16_heads_##NV(const float *k0, const float *k1, const float *qh, int32_t hn,   \
+                                       __m256 scale, float *out, int32_t stride) {                     \
+        int32_t g = 0;                                                                                 \
+        for (; g + 4 <= hn; g += 4) qk16_##NV##_4(k0, k1, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
+        if (g + 2 <= hn) qk16_##NV##_2(k0, k1, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride), g += 2; \
+        if (g < hn) qk16_##NV##_1(k0, k1, qh + (size_t)g * 8 * NV, scale, out + (size_t)g * stride, stride); \
+    }
+
 /* Columns [8 * c0, 8 * (c0 + NVC)) of out rows h < hc (HD floats each) = sum over keys t
  * of p[h * n_pad + t] * V row t in the statement's order, as pv_NV: one pass per lane
  * t % 16, the lane sums folded at the end. With 16 vector registers a tile of HC heads
@@ -513,6 +563,7 @@ TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
  * (a group of 8 starting at a multiple of 16), 8-11, 12-15 (the next group). */
 #define ATTN_256(NV, NVC, HC)                                                                          \
     QK8_TILES(NV)                                                                                      \
+    QK16_TILES(NV)                                                                                     \
     PV256(NV, NVC, HC)                                                                                 \
     TGT256 static void attn_256_##NV(const tokd_kv *kv, const int32_t *blocks, int32_t layer, int32_t kvh, \
                                      int32_t n_keys, const float *q, int32_t group, float *out, float *scratch) { \
@@ -530,6 +581,26 @@ TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
                 mvs[g] = _mm256_set1_ps(-INFINITY);                                                    \
             }                                                                                          \
             int32_t page = 0, slot = 0; /* t0's, walked: no division per block */                      \
+            if (bs % 16 == 0) { /* every K tile 16 keys wide: both halves a pass (QK16_TILE) */        \
+                _Alignas(32) float kf1[8 * HD];                                                        \
+                for (int32_t t0 = 0; t0 < n_keys; t0 += 16) {                                          \
+                    const uint16_t *k = tokd_kv_k_page(kv, blocks[page], layer, kvh) + (size_t)slot * HD; \
+                    if (t0 + PREFETCH_KEYS < n_keys) prefetch_k_block(kv, blocks, layer, kvh, HD, t0 + PREFETCH_KEYS, 16); \
+                    if ((slot += 16) == bs) slot = 0, page++;                                          \
+                    _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) {                             \
+                        _mm256_store_ps(kf + 8 * i, load_h8(k + (size_t)i * 16));                      \
+                        _mm256_store_ps(kf1 + 8 * i, load_h8(k + (size_t)i * 16 + 8));                 \
+                    }                                                                                  \
+                    float *sc0 = scratch + (size_t)g0 * n_pad + t0;                                    \
+                    qk16_heads_##NV(kf, kf1, qh, hn, scale, sc0, n_pad);                               \
+                    const __m256 valid0 = valid8(n_keys, t0), valid1 = valid8(n_keys, t0 + 8);         \
+                    for (int32_t g = 0; g < hn; g++) {                                                 \
+                        const float *sg = sc0 + (size_t)g * n_pad;                                     \
+                        mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(_mm256_loadu_ps(sg), mvs[g]), valid0); \
+                        mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(_mm256_loadu_ps(sg + 8), mvs[g]), valid1); \
+                    }                                                                                  \
+                }                                                                                      \
+            } else /* a page of 8 * odd slots: 8 keys a pass (QK8_TILE) */                             \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
                 /* the 8 keys' K tile (the last of a page of 8 * odd slots is 8 wide) */                \
                 const int32_t tile = slot & ~15, w = bs - tile < 16 ? bs - tile : 16;                  \
