@@ -547,6 +547,15 @@ TGT256 INLINE __m256 valid8(int32_t n_keys, int32_t t0) {
     return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
+/* The running maxima mvs of hn heads after each head's 8 scores at sc + g * stride (keys
+ * t0 .. t0+7; those past n_keys left out). max(sc, m) is sc > m ? sc : m, the statement's
+ * update (NaN scores skipped). */
+TGT256 INLINE void max8_update(__m256 *mvs, int32_t hn, const float *sc, int32_t stride, int32_t n_keys, int32_t t0) {
+    const __m256 valid = valid8(n_keys, t0);
+    for (int32_t g = 0; g < hn; g++)
+        mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(_mm256_loadu_ps(sc + (size_t)g * stride), mvs[g]), valid);
+}
+
 /* Query head q (nv vectors) rounded to F16, as the statement multiplies it, into qh. */
 TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
     for (int c = 0; c < nv; c++)
@@ -593,12 +602,8 @@ TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
                     }                                                                                  \
                     float *sc0 = scratch + (size_t)g0 * n_pad + t0;                                    \
                     qk16_heads_##NV(kf, kf1, qh, hn, scale, sc0, n_pad);                               \
-                    const __m256 valid0 = valid8(n_keys, t0), valid1 = valid8(n_keys, t0 + 8);         \
-                    for (int32_t g = 0; g < hn; g++) {                                                 \
-                        const float *sg = sc0 + (size_t)g * n_pad;                                     \
-                        mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(_mm256_loadu_ps(sg), mvs[g]), valid0); \
-                        mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(_mm256_loadu_ps(sg + 8), mvs[g]), valid1); \
-                    }                                                                                  \
+                    max8_update(mvs, hn, sc0, n_pad, n_keys, t0);                                      \
+                    max8_update(mvs, hn, sc0 + 8, n_pad, n_keys, t0 + 8);                              \
                 }                                                                                      \
             } else /* a page of 8 * odd slots: 8 keys a pass (QK8_TILE) */                             \
             for (int32_t t0 = 0; t0 < n_keys; t0 += 8) {                                               \
@@ -610,12 +615,7 @@ TGT256 INLINE void qk_query_256(const float *q, int nv, float *qh) {
                 _Pragma("GCC unroll 8") for (int i = 0; i < HD; i++) _mm256_store_ps(kf + 8 * i, load_h8(k + (size_t)i * w)); \
                 float *sc0 = scratch + (size_t)g0 * n_pad + t0;                                        \
                 qk8_heads_##NV(kf, qh, hn, scale, sc0, n_pad);                                         \
-                const __m256 valid = valid8(n_keys, t0);                                               \
-                for (int32_t g = 0; g < hn; g++) {                                                     \
-                    const __m256 sc = _mm256_loadu_ps(sc0 + (size_t)g * n_pad);                        \
-                    /* max(sc, m) is sc > m ? sc : m, the statement's update (NaN scores skipped) */   \
-                    mvs[g] = _mm256_blendv_ps(mvs[g], _mm256_max_ps(sc, mvs[g]), valid);               \
-                }                                                                                      \
+                max8_update(mvs, hn, sc0, n_pad, n_keys, t0);                                          \
             }                                                                                          \
             for (int32_t g = 0; g < hn; g++) {                                                         \
                 float *s = scratch + (size_t)(g0 + g) * n_pad;                                         \
